@@ -1,0 +1,1 @@
+"""Bundled sample datasets of pytest-codebench."""

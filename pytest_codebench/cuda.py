@@ -1,0 +1,105 @@
+"""What CUDA this machine offers: GPUs through the driver, and the toolkit nvcc belongs to.
+
+Probing the driver happens in a child process: initialising CUDA inside pytest would tie a
+driver context to a process that then forks workers and subprocesses.
+"""
+
+from __future__ import annotations
+
+import ctypes.util
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+# Run with `python -c`; prints one JSON object: {"gpus": [...]} or {"error": "..."}.
+_PROBE = r"""
+import ctypes, json
+try:
+    cuda = ctypes.CDLL("libcuda.so.1")
+except OSError as exc:
+    print(json.dumps({"error": "no CUDA driver (libcuda.so.1 cannot be loaded)"})); raise SystemExit
+def check(result, what):
+    if result != 0:
+        print(json.dumps({"error": f"{what} failed with CUDA error {result}"})); raise SystemExit
+check(cuda.cuInit(0), "cuInit")
+count = ctypes.c_int()
+check(cuda.cuDeviceGetCount(ctypes.byref(count)), "cuDeviceGetCount")
+gpus = []
+for index in range(count.value):
+    device = ctypes.c_int()
+    check(cuda.cuDeviceGet(ctypes.byref(device), index), "cuDeviceGet")
+    name = ctypes.create_string_buffer(256)
+    check(cuda.cuDeviceGetName(name, 256, device), "cuDeviceGetName")
+    major, minor = ctypes.c_int(), ctypes.c_int()
+    check(cuda.cuDeviceGetAttribute(ctypes.byref(major), 75, device), "compute capability")
+    check(cuda.cuDeviceGetAttribute(ctypes.byref(minor), 76, device), "compute capability")
+    gpus.append({"index": index, "name": name.value.decode(), "compute_capability": f"{major.value}.{minor.value}"})
+print(json.dumps({"gpus": gpus}))
+"""
+
+# Data-centre parts, by the model names NVIDIA gives them (the official harness's notion).
+_DATACENTER = re.compile(r"\b(A100|A30|A40|A10|A16|A2|H100|H200|H20|H800|GH200|B100|B200|GB200|L4|L40S?|T4|V100|P100)\b")
+
+
+def probe_gpus(timeout: float = 60) -> dict[str, Any]:
+    """{"gpus": [{"index", "name", "compute_capability"}...]}, or {"error": why there is none}."""
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", _PROBE], capture_output=True, text=True, timeout=timeout
+        )
+    except subprocess.TimeoutExpired:
+        return {"error": f"the CUDA driver did not answer within {timeout:.0f} s"}
+    try:
+        return json.loads(done.stdout.strip().splitlines()[-1])
+    except (IndexError, json.JSONDecodeError):
+        return {"error": f"the GPU probe failed: {done.stderr.strip()[-500:]}"}
+
+
+def has_library(toolkit: dict[str, Any], name: str) -> bool:
+    """Whether ``-l{name}`` can link: beside nvcc, or where the system linker looks."""
+    return name in toolkit.get("libraries", ()) or ctypes.util.find_library(name) is not None
+
+
+def is_datacenter(name: str) -> bool:
+    return bool(_DATACENTER.search(name))
+
+
+def version_tuple(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in re.findall(r"\d+", text))
+
+
+def probe_toolkit() -> dict[str, Any]:
+    """nvcc's release and the libraries it links against: {"nvcc": path, "version": "13.0",
+    "libraries": [...]}, or {"error": ...} without a toolkit."""
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        return {"error": "no CUDA toolkit: nvcc is not on PATH"}
+    try:
+        version = _output([nvcc, "--version"])
+        # nvcc names its library directories in a dry run; nvcc on PATH may be a wrapper script.
+        dry_run = _output([nvcc, "-dryrun", "-o", "/dev/null", "-x", "cu", "/dev/null"])
+    except (OSError, subprocess.SubprocessError) as exc:
+        return {"error": f"nvcc failed: {exc}"}
+    match = re.search(r"release (\d+\.\d+)", version)
+    if match is None:
+        return {"error": f"cannot read nvcc's release from: {version.strip()[-200:]}"}
+    directories = [Path(d) for d in re.findall(r'-L"?([^"\s]+)', dry_run)]
+    libraries = sorted(
+        {
+            path.name.removeprefix("lib").split(".")[0]
+            for directory in directories
+            if directory.is_dir()
+            for path in directory.iterdir()
+            if path.name.startswith("lib") and (".so" in path.name or path.name.endswith(".a"))
+        }
+    )
+    return {"nvcc": nvcc, "version": match.group(1), "libraries": libraries}
+
+
+def _output(command: list[str]) -> str:
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    return done.stdout + done.stderr

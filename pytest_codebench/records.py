@@ -1,0 +1,116 @@
+"""Reading benchmark files: JSON lines, datapack archives, and fields checked with a clear error."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import tarfile
+import zlib
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from .errors import DatasetError
+
+
+@dataclasses.dataclass(frozen=True)
+class Line:
+    """One line of a JSONL file: its 1-based number, its exact bytes (with the newline the
+    writer gave it, for hashing) and either the decoded object or why it could not be read."""
+
+    number: int
+    raw: bytes
+    value: dict[str, Any] | None
+    error: DatasetError | None
+
+
+def read_jsonl(label: str, data: bytes) -> Iterator[Line]:
+    """Every non-blank line of ``data``; a line that is not a JSON object carries an error."""
+    for number, raw in enumerate(data.splitlines(keepends=True), start=1):
+        if not raw.strip():
+            continue
+        if not raw.endswith(b"\n"):
+            raw += b"\n"  # writers end every line with one; the last may have lost it
+        try:
+            value = json.loads(raw)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            yield Line(number, raw, None, DatasetError(label, f"not valid JSON ({exc})", line=number))
+            continue
+        if not isinstance(value, dict):
+            yield Line(number, raw, None, DatasetError(label, "not a JSON object", line=number))
+            continue
+        yield Line(number, raw, value, None)
+
+
+def require(record: dict[str, Any], field: str, kind: type | tuple[type, ...], label: str, line: int) -> Any:
+    """``record[field]``, which must be present and of ``kind``."""
+    if field not in record:
+        raise DatasetError(label, "missing", line=line, field=field)
+    value = record[field]
+    if not isinstance(value, kind) or isinstance(value, bool) and bool not in _kinds(kind):
+        expected = " or ".join(k.__name__ for k in _kinds(kind))
+        raise DatasetError(label, f"expected {expected}, got {type(value).__name__}", line=line, field=field)
+    return value
+
+
+def _kinds(kind: type | tuple[type, ...]) -> tuple[type, ...]:
+    return kind if isinstance(kind, tuple) else (kind,)
+
+
+def optional(record: dict[str, Any], field: str, kind: type | tuple[type, ...], label: str, line: int) -> Any:
+    """``record[field]`` when present and not null, else None; of ``kind`` when present."""
+    if record.get(field) is None:
+        return None
+    return require(record, field, kind, label, line)
+
+
+def file_list(record: dict[str, Any], field: str, label: str, line: int) -> list[dict[str, str]]:
+    """A list of ``{"path": str, "content": str}`` objects."""
+    files = require(record, field, list, label, line)
+    for index, entry in enumerate(files):
+        where = f"{field}[{index}]"
+        if not isinstance(entry, dict):
+            raise DatasetError(label, "expected an object with path and content", line=line, field=where)
+        require(entry, "path", str, label, line) if "path" in entry else _missing(label, line, f"{where}.path")
+        require(entry, "content", str, label, line) if "content" in entry else _missing(label, line, f"{where}.content")
+    return files
+
+
+def _missing(label: str, line: int, field: str) -> None:
+    raise DatasetError(label, "missing", line=line, field=field)
+
+
+def archive_members(path: Path, names: Sequence[str]) -> dict[str, bytes]:
+    """The members of a .tar.gz datapack whose base names are ``names`` (at any depth), read
+    into memory: nothing is extracted, so member names can never write outside."""
+    found: dict[str, bytes] = {}
+    try:
+        mode = "r:gz" if path.name.endswith(("gz", ".tgz")) else "r:"
+        with tarfile.open(path, mode) as archive:
+            for member in archive:
+                name = member.name.rsplit("/", 1)[-1]
+                if name in names and member.isfile():
+                    if name in found:
+                        raise DatasetError(path, f"holds {name} twice")
+                    extracted = archive.extractfile(member)
+                    assert extracted is not None
+                    found[name] = extracted.read()
+    except (tarfile.TarError, OSError, EOFError, zlib.error) as exc:
+        raise DatasetError(path, f"not a readable .tar.gz datapack ({exc})") from None
+    missing = [name for name in names if name not in found]
+    if missing:
+        raise DatasetError(path, f"the datapack has no {', '.join(missing)}")
+    return found
+
+
+def is_archive(path: Path) -> bool:
+    return path.name.endswith((".tar.gz", ".tgz", ".tar"))
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as stream:
+        for block in iter(lambda: stream.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()

@@ -1,0 +1,148 @@
+"""Runners execute untrusted commands; benchmarks never start a process themselves.
+
+One interface, no benchmark knowledge: a runner gets a shell command, a working directory, a
+timeout and extra environment, and answers with a :class:`RunResult`. Every runner scrubs the
+environment, caps the output and kills whatever the command started when it ends or times out.
+"""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+import fnmatch
+import os
+import re
+from collections.abc import Iterable, Mapping
+from importlib.metadata import entry_points
+from pathlib import Path
+from typing import ClassVar
+
+from ..errors import HarnessError
+from ..options import Option, Settings
+
+ENTRY_POINT_GROUP = "pytest_codebench.runners"
+
+# What untrusted code may see of the caller's environment: enough to find compilers,
+# interpreters and the CUDA toolkit, nothing that identifies or authenticates the caller.
+ENV_ALLOW = (
+    "PATH",
+    "LANG",
+    "LANGUAGE",
+    "LC_*",
+    "TERM",
+    "TZ",
+    "CUDA_*",
+    "NVIDIA_*",
+    "NVCC_*",
+    "LD_LIBRARY_PATH",
+    "LIBRARY_PATH",
+    "CPATH",
+    "C_INCLUDE_PATH",
+    "CPLUS_INCLUDE_PATH",
+)
+# Applied after the allowlist and to user additions alike: a secret never leaks by a glob.
+SECRET = re.compile(r"TOKEN|KEY|SECRET|PASSW|CREDENTIAL|AUTH|COOKIE|SESSION", re.IGNORECASE)
+
+
+def allowed_names(extra_allow: Iterable[str] = ()) -> re.Pattern[str]:
+    """One pattern for the allowlist and the user's additions (globs)."""
+    return re.compile("|".join(fnmatch.translate(glob) for glob in (*ENV_ALLOW, *extra_allow)))
+
+
+def scrub_env(environ: Mapping[str, str], allowed: re.Pattern[str] | None = None) -> dict[str, str]:
+    """The subset of ``environ`` that untrusted code may see."""
+    allowed = allowed or allowed_names()
+    return {name: value for name, value in environ.items() if allowed.match(name) and not SECRET.search(name)}
+
+
+@dataclasses.dataclass(frozen=True)
+class RunResult:
+    """What one command did. ``exit_code`` is None when it was killed for running too long."""
+
+    command: str
+    exit_code: int | None
+    timed_out: bool
+    seconds: float
+    output: str
+    dropped_bytes: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0 and not self.timed_out
+
+    def tail(self, lines: int = 40) -> str:
+        return "\n".join(self.output.rstrip("\n").splitlines()[-lines:])
+
+
+class OutputCap:
+    """Keeps the first and last ``limit // 2`` bytes of a stream and counts what it drops,
+    so a flood neither fills memory nor hides the end, where errors usually are."""
+
+    def __init__(self, limit: int) -> None:
+        self._half = max(limit // 2, 1)
+        self._head = bytearray()
+        self._tail = bytearray()
+        self.dropped = 0
+
+    def feed(self, chunk: bytes) -> None:
+        room = self._half - len(self._head)
+        if room > 0:
+            self._head += chunk[:room]
+            chunk = chunk[room:]
+        if chunk:
+            self._tail += chunk
+            excess = len(self._tail) - self._half
+            if excess > 0:
+                self.dropped += excess
+                del self._tail[:excess]
+
+    def text(self) -> str:
+        middle = f"\n[... {self.dropped} bytes of output dropped ...]\n".encode() if self.dropped else b""
+        return bytes(self._head + middle + self._tail).decode("utf-8", errors="replace")
+
+
+class Runner(abc.ABC):
+    """Runs commands for a benchmark. Subclasses register under the entry point group
+    ``pytest_codebench.runners`` and may declare their own ``options``."""
+
+    name: ClassVar[str]
+    options: ClassVar[tuple[Option, ...]] = ()
+
+    def __init__(self, settings: Settings) -> None:
+        self.output_limit: int = settings["output-limit"]
+        self.allowed_env = allowed_names(settings["env"])
+
+    def environment(self, cwd: Path, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+        """The scrubbed environment, with HOME and TMPDIR inside the workspace so that what the
+        code writes "at home" stays in the workspace and goes with it."""
+        env = scrub_env(os.environ, self.allowed_env)
+        tmp = cwd / ".tmp"
+        tmp.mkdir(exist_ok=True)
+        env.update(HOME=str(cwd), TMPDIR=str(tmp))
+        env.update(extra or {})
+        return env
+
+    @abc.abstractmethod
+    def run(
+        self,
+        command: str,
+        *,
+        cwd: Path,
+        timeout: float,
+        env: Mapping[str, str] | None = None,
+    ) -> RunResult:
+        """Run ``command`` with ``sh -c`` in ``cwd``; ``env`` adds to the scrubbed environment."""
+
+    def close(self) -> None:
+        """Release whatever the runner holds (containers, pools)."""
+
+
+def runner_classes() -> dict[str, type[Runner]]:
+    return {ep.name: ep.load() for ep in entry_points(group=ENTRY_POINT_GROUP)}
+
+
+def get_runner_class(name: str) -> type[Runner]:
+    classes = runner_classes()
+    if name not in classes:
+        raise HarnessError(f"unknown runner {name!r}; installed: {', '.join(sorted(classes))}")
+    return classes[name]

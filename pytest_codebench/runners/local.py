@@ -1,0 +1,131 @@
+"""Run commands on this machine, each in its own session, and leave nothing of them behind."""
+
+from __future__ import annotations
+
+import os
+import selectors
+import signal
+import subprocess
+import time
+import uuid
+from collections.abc import Mapping
+from pathlib import Path
+
+from . import OutputCap, Runner, RunResult
+
+# Every process a command starts inherits this variable (unless it clears its environment),
+# which finds the ones that left the process group with setsid() once the command is over.
+MARK_VAR = "CODEBENCH_PROCESS_MARK"
+# How often to look whether the command's main process has exited while a child it left in
+# the background still holds the output pipe open.
+POLL_SECONDS = 0.05
+
+
+def _kill_group(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _pids() -> set[str]:
+    return {name for name in os.listdir("/proc") if name.isdigit()}
+
+
+def _kill_by_token(token: bytes, before: set[str]) -> None:
+    """SIGKILL every process born since ``before`` whose environment carries ``token``.
+
+    Only newcomers are read: a command's leftovers were born after it started, and reading
+    every process's environment would cost more than the command itself."""
+    for pid in _pids() - before:
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as environ:
+                if token not in environ.read():
+                    continue
+            os.kill(int(pid), signal.SIGKILL)
+        except OSError:
+            pass  # gone meanwhile, or not ours to read
+
+
+class LocalRunner(Runner):
+    """Runs each command with ``sh -c`` in a new session; on exit or timeout the whole
+    process tree is killed, background children and setsid() escapees included."""
+
+    name = "local"
+
+    def run(
+        self,
+        command: str,
+        *,
+        cwd: Path,
+        timeout: float,
+        env: Mapping[str, str] | None = None,
+    ) -> RunResult:
+        token = uuid.uuid4().hex
+        environment = self.environment(cwd, env)
+        environment[MARK_VAR] = token
+        cap = OutputCap(self.output_limit)
+        before = _pids()
+        started = time.monotonic()
+        proc = subprocess.Popen(
+            ["/bin/sh", "-c", command],
+            cwd=cwd,
+            env=environment,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        assert proc.stdout is not None
+        timed_out = self._pump(proc, cap, started + timeout)
+        # Whatever the command left running dies with it: its process group, then any
+        # descendant that moved to a session of its own.
+        _kill_group(proc.pid)
+        _kill_by_token(token.encode(), before)
+        exit_code = proc.wait()
+        proc.stdout.close()
+        return RunResult(
+            command=command,
+            exit_code=None if timed_out else exit_code,
+            timed_out=timed_out,
+            seconds=time.monotonic() - started,
+            output=cap.text(),
+            dropped_bytes=cap.dropped,
+        )
+
+    @staticmethod
+    def _pump(proc: subprocess.Popen[bytes], cap: OutputCap, deadline: float) -> bool:
+        """Read output until EOF; True if the deadline came first. Once the main process has
+        exited, the pipe may still be held by a background child: kill the tree to reach EOF."""
+        assert proc.stdout is not None
+        fd = proc.stdout.fileno()
+        os.set_blocking(fd, False)
+        with selectors.DefaultSelector() as selector:
+            selector.register(fd, selectors.EVENT_READ)
+            while True:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    _kill_group(proc.pid)
+                    return True
+                if selector.select(min(remaining, POLL_SECONDS)):
+                    chunk = os.read(fd, 1 << 16)
+                    if not chunk:
+                        return False
+                    cap.feed(chunk)
+                if proc.poll() is not None:
+                    # The main process is done; whatever still holds the pipe is a leftover.
+                    _kill_group(proc.pid)
+                    _drain(fd, cap)
+                    return False
+
+
+def _drain(fd: int, cap: OutputCap) -> None:
+    """Read what is left in the pipe without waiting for writers that may never close it."""
+    while True:
+        try:
+            chunk = os.read(fd, 1 << 16)
+        except BlockingIOError:
+            return
+        if not chunk:
+            return
+        cap.feed(chunk)

@@ -1,0 +1,77 @@
+"""What grading one (task, sample) concluded: plain data that travels from xdist workers unchanged."""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from typing import Any
+
+
+class Status(enum.StrEnum):
+    """How pytest reports an item."""
+
+    PASSED = "passed"
+    FAILED = "failed"
+    SKIPPED = "skipped"
+    ERROR = "error"
+
+
+class Outcome(enum.StrEnum):
+    """One outcome enum for every benchmark: each member is a category of one pytest status.
+
+    Failures are the model's; ``SKIPPED`` and ``ERROR`` never count against it.
+    """
+
+    PASSED = "passed"
+    INVALID_SOLUTION = "invalid_solution"
+    MISSING_API = "missing_api"
+    BUILD_ERROR = "build_error"
+    BUILD_TIMEOUT = "build_timeout"
+    TEST_FAILED = "test_failed"
+    TEST_TIMEOUT = "test_timeout"
+    SKIPPED = "skipped"
+    ERROR = "error"
+
+    @property
+    def status(self) -> Status:
+        if self in (Outcome.PASSED, Outcome.SKIPPED, Outcome.ERROR):
+            return Status(self.value)
+        return Status.FAILED
+
+    @property
+    def graded(self) -> bool:
+        """Whether this outcome says something about the model (passed or failed)."""
+        return self.status in (Status.PASSED, Status.FAILED)
+
+
+@dataclasses.dataclass(frozen=True)
+class Verdict:
+    """The grade of one item.
+
+    ``figures`` holds numbers worth reporting (``build_seconds``, ``test_seconds``...);
+    ``logs`` maps a phase to the file holding its whole (capped) output.
+    """
+
+    outcome: Outcome
+    reason: str = ""
+    command: str | None = None
+    exit_code: int | None = None
+    output_tail: str = ""
+    figures: dict[str, float] = dataclasses.field(default_factory=dict)
+    logs: dict[str, str] = dataclasses.field(default_factory=dict)
+
+    def describe(self) -> str:
+        """The failure text: category, command, exit code, then the tail of the output."""
+        lines = [f"[{self.outcome.value}] {self.reason}".rstrip()]
+        if self.command is not None:
+            lines.append(f"command: {self.command}")
+        if self.exit_code is not None:
+            lines.append(f"exit code: {self.exit_code}")
+        if self.output_tail:
+            lines += ["--- output (tail) ---", self.output_tail.rstrip()]
+        lines += [f"{phase} log: {path}" for phase, path in self.logs.items()]
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Builtins only: execnet carries nothing else between xdist processes."""
+        return {**dataclasses.asdict(self), "outcome": self.outcome.value}

@@ -1,0 +1,62 @@
+from __future__ import annotations
+
+import dataclasses
+import xml.etree.ElementTree as ET
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+# Every plugin test runs the inner pytest both ways: the outcome must not depend on xdist.
+XDIST_MODES = {"serial": [], "xdist": ["-n", "2"]}
+
+
+@pytest.fixture(params=list(XDIST_MODES), ids=list(XDIST_MODES))
+def xdist_args(request: pytest.FixtureRequest) -> list[str]:
+    return XDIST_MODES[request.param]
+
+
+@dataclasses.dataclass
+class Run:
+    """An inner pytest run: pytester's result, and each item as the JUnit XML tells it."""
+
+    result: pytest.RunResult
+    items: dict[str, dict[str, Any]]
+
+    @property
+    def output(self) -> str:
+        return self.result.stdout.str() + self.result.stderr.str()
+
+    def outcome(self, name: str) -> str:
+        return self.items[name]["properties"]["category"]
+
+
+def junit_items(path: Path) -> dict[str, dict[str, Any]]:
+    """{item name: {"status", "message", "properties"}} from a JUnit XML file."""
+    if not path.exists():
+        return {}
+    items = {}
+    for case in ET.parse(path).getroot().iter("testcase"):
+        status, message = "passed", ""
+        for tag in ("failure", "error", "skipped"):
+            element = case.find(tag)
+            if element is not None:
+                status, message = tag, (element.get("message") or "") + "\n" + (element.text or "")
+        properties = {p.get("name"): p.get("value") for p in case.iter("property")}
+        items[case.get("name")] = {"status": status, "message": message, "properties": properties}
+    return items
+
+
+@pytest.fixture
+def codebench(pytester: pytest.Pytester, xdist_args: list[str]) -> Callable[..., Run]:
+    """Runs ``pytest --codebench=computeeval ARGS`` in the pytester directory, with and without xdist."""
+
+    def run(*args: str, benchmark: str = "computeeval") -> Run:
+        junit = pytester.path / "junit.xml"
+        junit.unlink(missing_ok=True)
+        options = [f"--codebench={benchmark}"] if benchmark else []
+        result = pytester.runpytest_subprocess(*options, *xdist_args, f"--junitxml={junit}", "-rsE", *args)
+        return Run(result, junit_items(junit))
+
+    return run

@@ -1,0 +1,116 @@
+"""Bad input gets one clear error naming the file, line and field; never a traceback, and one
+bad record never takes the others down."""
+
+from __future__ import annotations
+
+import json
+
+import packs
+import pytest
+
+FORCE = "--codebench-run-without-gpu"
+
+
+def assert_no_traceback(run) -> None:
+    assert "Traceback" not in run.output and "INTERNALERROR" not in run.output
+
+
+def test_bad_solution_lines_error_alone(pytester, codebench):
+    dataset = packs.write_problems(pytester.path / "p.tar.gz", [packs.problem("T/1"), packs.problem("T/2")])
+    lines = [
+        json.dumps(packs.solution("T/1")),
+        "{not json",
+        json.dumps({"schema_version": 1, "type": "file", "files": []}),
+        json.dumps(packs.solution("NOPE/9")),
+        json.dumps({"task_id": "T/2", "files": [{"path": "solution.c"}]}),
+        json.dumps({"task_id": "T/2", "type": "patch", "patch": "--- a\n+++ b\n"}),
+        json.dumps(packs.solution("T/2")),
+    ]
+    solutions = pytester.path / "answers.jsonl"
+    solutions.write_text("\n".join(lines) + "\n")
+    run = codebench("--codebench-dataset", str(dataset), "--codebench-solutions", str(solutions), FORCE)
+    assert_no_traceback(run)
+    status = {name: item["status"] for name, item in run.items.items()}
+    assert status == {
+        "T/1[0]": "passed",
+        "T/2[0]": "error",
+        "T/2[1]": "error",
+        "T/2[2]": "passed",
+        "answers.jsonl:2[0]": "error",
+        "answers.jsonl:3[0]": "error",
+        "NOPE/9[0]": "error",
+    }
+    message = {name: item["message"] for name, item in run.items.items()}
+    assert f"{solutions}:2: not valid JSON" in message["answers.jsonl:2[0]"]
+    assert f"{solutions}:3: field 'task_id': missing" in message["answers.jsonl:3[0]"]
+    assert f"{solutions}:4: field 'task_id': 'NOPE/9' is not a task of the dataset" in message["NOPE/9[0]"]
+    assert f"{solutions}:5: field 'files[0].content': missing" in message["T/2[0]"]
+    assert f"{solutions}:6: field 'type': solution type 'patch' is not supported" in message["T/2[1]"]
+    run.result.assert_outcomes(passed=2, errors=5)
+
+
+def test_bad_problem_lines_and_integrity_mismatch(pytester, codebench):
+    good, tampered = packs.problem("T/1"), packs.problem("T/2")
+    dataset = packs.write_problems(pytester.path / "p.tar.gz", [good, tampered])
+    # Rewrite T/2's line after hashing: its md5 no longer matches metadata.json.
+    members = packs.read_archive(dataset)
+    first, second = members["problems.jsonl"].splitlines(keepends=True)
+    problems = first + second.replace(b"./test.out", b"true")
+    problems += b'{"task_id": "T/3", "test_files": []}\n' + b"[1, 2]\n"
+    packs.write_archive(dataset, {**members, "problems.jsonl": problems})
+    run = codebench("--codebench-dataset", str(dataset), FORCE)
+    assert_no_traceback(run)
+    assert run.items["T/1[0]"]["status"] == "passed"
+    assert run.items["T/2[0]"]["status"] == "error"
+    assert "task 'T/2' fails its integrity check" in run.items["T/2[0]"]["message"]
+    assert f"{dataset}:problems.jsonl:3: field 'test_command': missing" in run.items["T/3[0]"]["message"]
+    assert f"{dataset}:problems.jsonl:4: not a JSON object" in run.items["problems.jsonl:4"]["message"]
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"this is not a tarball", "not a readable .tar.gz datapack"),
+        (b"\x1f\x8b\x08\x00" + b"\x00" * 20, "not a readable .tar.gz datapack"),
+        (None, "the datapack has no problems.jsonl"),
+    ],
+    ids=["garbage", "truncated-gzip", "missing-member"],
+)
+def test_corrupt_archives_are_one_clear_collection_error(pytester, codebench, content, message):
+    dataset = pytester.path / "broken-problems.tar.gz"
+    if content is None:
+        packs.write_archive(dataset, {"metadata.json": b"{}"})
+    else:
+        dataset.write_bytes(content)
+    run = codebench("--codebench-dataset", str(dataset))
+    assert_no_traceback(run)
+    # pytest stops on a collection error (xdist reports it as a failed run).
+    assert run.result.ret in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.TESTS_FAILED)
+    run.result.stdout.fnmatch_lines([f"{dataset}: {message}*", "*1 error*"])
+
+
+def test_missing_paths_are_usage_errors(pytester, codebench):
+    run = codebench("--codebench-dataset", str(pytester.path / "nope.tar.gz"))
+    assert run.result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "does not exist" in run.output
+    dataset = packs.write_problems(pytester.path / "p.tar.gz", [packs.problem("T/1")])
+    run = codebench("--codebench-dataset", str(dataset), "--codebench-solutions", "missing.jsonl")
+    assert_no_traceback(run)
+    assert "missing.jsonl: --codebench-solutions: no such file" in run.output
+
+
+def test_unknown_benchmark_and_bad_option_values(pytester):
+    result = pytester.runpytest("--codebench=nosuch")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*unknown benchmark 'nosuch'; installed: computeeval*"])
+    result = pytester.runpytest("--codebench=computeeval", "--codebench-k", "one")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--codebench-k: invalid literal*"])
+
+
+def test_a_plain_problems_jsonl_is_accepted_unverified(pytester, codebench):
+    dataset = pytester.path / "problems.jsonl"
+    dataset.write_bytes(packs.jsonl([packs.problem("T/1")]))
+    run = codebench("--codebench-dataset", str(dataset), FORCE)
+    assert run.items["T/1[0]"]["properties"]["category"] == "passed"
+    assert "dataset_release" not in run.items["T/1[0]"]["properties"]

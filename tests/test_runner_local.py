@@ -1,0 +1,94 @@
+"""The local runner against real processes: trees killed, output capped, environment scrubbed."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from pytest_codebench.runners import OutputCap, allowed_names, scrub_env
+from pytest_codebench.runners.local import LocalRunner
+
+
+class FakeSettings(dict):
+    """The two settings a runner reads."""
+
+
+@pytest.fixture
+def runner() -> LocalRunner:
+    return LocalRunner(FakeSettings({"output-limit": 1000, "env": []}))  # type: ignore[arg-type]
+
+
+def alive(marker: str) -> bool:
+    return subprocess.run(["pgrep", "-f", marker], capture_output=True).returncode == 0
+
+
+def test_exit_codes_and_signals(runner, tmp_path):
+    assert runner.run("exit 3", cwd=tmp_path, timeout=5).exit_code == 3
+    assert runner.run("kill -SEGV $$", cwd=tmp_path, timeout=5).exit_code == -11
+    ok = runner.run("echo hello; echo oops >&2", cwd=tmp_path, timeout=5)
+    assert ok.ok and ok.output == "hello\noops\n"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "sleep 300.101 & sleep 300.101",  # a child in the same process group
+        "setsid sleep 300.101 & sleep 300.101",  # a child that left for its own session
+    ],
+)
+def test_a_timeout_kills_the_whole_tree(runner, tmp_path, command):
+    result = runner.run(command, cwd=tmp_path, timeout=0.5)
+    assert result.timed_out and result.exit_code is None
+    assert not alive("sleep 300.101")
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "sleep 300.202 & echo done",  # holds the output pipe open
+        "setsid sleep 300.202 > /dev/null 2>&1 & echo done",  # detached: no pipe, own session
+    ],
+)
+def test_background_children_die_with_a_command_that_finished(runner, tmp_path, command):
+    started = time.monotonic()
+    result = runner.run(command, cwd=tmp_path, timeout=60)
+    assert result.ok and result.output == "done\n"
+    assert time.monotonic() - started < 10  # did not wait for the child
+    assert not alive("sleep 300.202")
+
+
+def test_output_is_capped_keeping_head_and_tail(runner, tmp_path):
+    result = runner.run("echo FIRST; yes filler | head -c 1000000; echo; echo LAST", cwd=tmp_path, timeout=30)
+    assert result.ok
+    assert result.output.startswith("FIRST\n") and result.output.endswith("LAST\n")
+    assert "bytes of output dropped" in result.output
+    assert result.dropped_bytes > 990_000 and len(result.output) < 1200
+
+
+def test_environment_is_scrubbed_and_home_is_the_workspace(runner, tmp_path, monkeypatch):
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "leak")
+    monkeypatch.setenv("HF_TOKEN", "leak")
+    monkeypatch.setenv("MY_SETTING", "leak")
+    monkeypatch.setenv("CUDA_HOME", "/opt/cuda")
+    env = runner.run("env", cwd=tmp_path, timeout=5).output
+    assert "leak" not in env
+    assert "CUDA_HOME=/opt/cuda" in env and f"HOME={tmp_path}\n" in env
+    assert f"TMPDIR={tmp_path / '.tmp'}" in env
+
+
+def test_scrub_env_allows_extra_names_but_never_secrets():
+    environ = {"PATH": "/bin", "MY_SETTING": "1", "MY_API_KEY": "x", "CUDA_TOKEN": "y", "HOME": "/root"}
+    assert scrub_env(environ) == {"PATH": "/bin"}
+    assert scrub_env(environ, allowed_names(["MY_*", "CUDA_*"])) == {"PATH": "/bin", "MY_SETTING": "1"}
+
+
+def test_output_cap_counts_what_it_drops():
+    cap = OutputCap(10)
+    for chunk in (b"abc", b"defgh", b"ijklmnop", b"qrst"):
+        cap.feed(chunk)
+    assert cap.dropped == 10
+    assert cap.text() == "abcde\n[... 10 bytes of output dropped ...]\npqrst"
