@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import pytest
@@ -42,7 +42,6 @@ class Option:
     parse: Callable[[str], Any] = str
     metavar: str | None = None
     flag: bool = False
-    choices: Sequence[str] | None = None
 
     @property
     def cli(self) -> str:
@@ -129,9 +128,7 @@ def register(parser: pytest.Parser, options: Iterable[Option], title: str | None
         if option.flag:
             group.addoption(option.cli, action="store_const", const="1", dest=option.dest, help=help)
         else:
-            group.addoption(
-                option.cli, dest=option.dest, metavar=option.metavar, choices=option.choices, help=help
-            )
+            group.addoption(option.cli, dest=option.dest, metavar=option.metavar, help=help)
         # Registered as strings and parsed by the option itself, so ini files and
         # environment variables spell values the same way the command line does.
         parser.addini(option.ini, help, default=None)

@@ -43,14 +43,24 @@ def read_jsonl(label: str, data: bytes) -> Iterator[Line]:
         yield Line(number, raw, value, None)
 
 
-def require(record: dict[str, Any], field: str, kind: type | tuple[type, ...], label: str, line: int) -> Any:
-    """``record[field]``, which must be present and of ``kind``."""
+def require(
+    record: dict[str, Any],
+    field: str,
+    kind: type | tuple[type, ...],
+    label: str,
+    line: int,
+    where: str | None = None,
+) -> Any:
+    """``record[field]``, which must be present and of ``kind``; errors name the field as
+    ``where`` (its path in the record) when given."""
+    where = where or field
     if field not in record:
-        raise DatasetError(label, "missing", line=line, field=field)
+        raise DatasetError(label, "missing", line=line, field=where)
     value = record[field]
+    # bool is an int to isinstance, but never a number in a dataset.
     if not isinstance(value, kind) or isinstance(value, bool) and bool not in _kinds(kind):
         expected = " or ".join(k.__name__ for k in _kinds(kind))
-        raise DatasetError(label, f"expected {expected}, got {type(value).__name__}", line=line, field=field)
+        raise DatasetError(label, f"expected {expected}, got {type(value).__name__}", line=line, field=where)
     return value
 
 
@@ -69,16 +79,11 @@ def file_list(record: dict[str, Any], field: str, label: str, line: int) -> list
     """A list of ``{"path": str, "content": str}`` objects."""
     files = require(record, field, list, label, line)
     for index, entry in enumerate(files):
-        where = f"{field}[{index}]"
         if not isinstance(entry, dict):
-            raise DatasetError(label, "expected an object with path and content", line=line, field=where)
-        require(entry, "path", str, label, line) if "path" in entry else _missing(label, line, f"{where}.path")
-        require(entry, "content", str, label, line) if "content" in entry else _missing(label, line, f"{where}.content")
+            raise DatasetError(label, "expected an object with path and content", line=line, field=f"{field}[{index}]")
+        for key in ("path", "content"):
+            require(entry, key, str, label, line, where=f"{field}[{index}].{key}")
     return files
-
-
-def _missing(label: str, line: int, field: str) -> None:
-    raise DatasetError(label, "missing", line=line, field=field)
 
 
 def archive_members(path: Path, names: Sequence[str]) -> dict[str, bytes]:

@@ -80,12 +80,18 @@ class CodebenchSession:
         report_path = self.settings["report"]
         if report_path:
             write_report(Path(report_path), self, self.summary)
-        fail_under = self.settings["fail-under"]
-        if fail_under is not None and exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
-            score = self.summary.score
-            session.exitstatus = (
-                pytest.ExitCode.OK if score is not None and score >= fail_under else pytest.ExitCode.TESTS_FAILED
-            )
+        met = self.fail_under_met
+        # Only a run that graded decides by score: interruptions and usage errors stand.
+        if met is not None and exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
+            session.exitstatus = pytest.ExitCode.OK if met else pytest.ExitCode.TESTS_FAILED
+
+    @property
+    def fail_under_met(self) -> bool | None:
+        """Whether the score reaches ``--codebench-fail-under`` (None when not asked)."""
+        bar = self.settings["fail-under"]
+        if bar is None or self.summary is None:
+            return None
+        return self.summary.score is not None and self.summary.score >= bar
 
     def pytest_unconfigure(self) -> None:
         if "runner" in self.__dict__:
@@ -98,12 +104,10 @@ class CodebenchSession:
         terminalreporter.section(f"codebench: {self.benchmark.name}")
         for line in [*self.summary.lines, *outcome_lines(self.results)]:
             write(line)
-        fail_under = self.settings["fail-under"]
-        if fail_under is not None:
-            score = self.summary.score
-            verdict = "met" if score is not None and score >= fail_under else "NOT met"
-            shown = "n/a" if score is None else f"{score:.2f}%"
-            write(f"fail-under {fail_under:g}%: score {shown}, {verdict}")
+        if self.fail_under_met is not None:
+            score = "n/a" if self.summary.score is None else f"{self.summary.score:.2f}%"
+            met = "met" if self.fail_under_met else "NOT met"
+            write(f"fail-under {self.settings['fail-under']:g}%: score {score}, {met}")
         write(f"logs: {self.context.run_dir / 'logs'}")
         if self.settings["report"]:
             write(f"report: {self.settings['report']}")

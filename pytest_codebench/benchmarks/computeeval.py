@@ -47,7 +47,6 @@ SKIP_LINE = re.compile(r"^\W*(skip(ped|ping)?\b|tests? skipped\b)", re.IGNORECAS
 SKIP_EXIT_CODE = 200
 
 
-
 @dataclasses.dataclass(frozen=True)
 class _Problem:
     record: dict[str, Any]
