@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import abc
 import dataclasses
+import json
 import re
 from collections.abc import Callable, Sequence
 from importlib import resources
@@ -88,6 +89,11 @@ class RunContext:
 
     def once(self, key: str, compute: Callable[[], Any]) -> Any:
         return once(self.run_dir / "once", key, compute)
+
+    def stored(self, key: str) -> Any:
+        """What ``once(key, ...)`` computed in this run, if any process did."""
+        path = self.run_dir / "once" / f"{key}.json"
+        return json.loads(path.read_text()).get("value") if path.exists() else None
 
     def write_log(self, case: Case, phase: str, result: RunResult) -> str:
         """Keep the whole (capped) output of one command of ``case``; returns its path."""

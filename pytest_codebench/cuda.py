@@ -6,14 +6,15 @@ driver context to a process that then forks workers and subprocesses.
 
 from __future__ import annotations
 
-import ctypes.util
 import json
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .runners import Runner
 
 # Run with `python -c`; prints one JSON object: {"gpus": [...]} or {"error": "..."}.
 _PROBE = r"""
@@ -59,11 +60,6 @@ def probe_gpus(timeout: float = 60) -> dict[str, Any]:
         return {"error": f"the GPU probe failed: {done.stderr.strip()[-500:]}"}
 
 
-def has_library(toolkit: dict[str, Any], name: str) -> bool:
-    """Whether ``-l{name}`` can link: beside nvcc, or where the system linker looks."""
-    return name in toolkit.get("libraries", ()) or ctypes.util.find_library(name) is not None
-
-
 def is_datacenter(name: str) -> bool:
     return bool(_DATACENTER.search(name))
 
@@ -72,34 +68,30 @@ def version_tuple(text: str) -> tuple[int, ...]:
     return tuple(int(part) for part in re.findall(r"\d+", text))
 
 
-def probe_toolkit() -> dict[str, Any]:
-    """nvcc's release and the libraries it links against: {"nvcc": path, "version": "13.0",
-    "libraries": [...]}, or {"error": ...} without a toolkit."""
-    nvcc = shutil.which("nvcc")
-    if nvcc is None:
-        return {"error": "no CUDA toolkit: nvcc is not on PATH"}
-    try:
-        version = _output([nvcc, "--version"])
-        # nvcc names its library directories in a dry run; nvcc on PATH may be a wrapper script.
-        dry_run = _output([nvcc, "-dryrun", "-o", "/dev/null", "-x", "cu", "/dev/null"])
-    except (OSError, subprocess.SubprocessError) as exc:
-        return {"error": f"nvcc failed: {exc}"}
+# Run by a runner, so that the toolkit probed is the one commands will use (a container's).
+_TOOLKIT_PROBE = r"""
+nvcc --version || exit 127
+echo '--- libraries'
+nvcc -dryrun -o /dev/null -x cu /dev/null 2>&1 | sed -n 's/^#\$ LIBRARIES=//p' | tr -d '"' | tr ' ' '\n' \
+    | sed -n 's/^-L//p' | while read -r dir; do ls -1 "$dir"; done
+(ldconfig -p || /sbin/ldconfig -p) 2>/dev/null
+true
+"""
+
+
+def probe_toolkit(runner: Runner, workdir: Path) -> dict[str, Any]:
+    """nvcc's release and the libraries a build can link: {"version": "13.0", "libraries":
+    [...]}, or {"error": ...} without a toolkit."""
+    result = runner.run(_TOOLKIT_PROBE, cwd=workdir, timeout=120)
+    if not result.ok:
+        return {"error": "no CUDA toolkit: nvcc is not on PATH" if result.exit_code == 127 else f"nvcc failed: {result.tail(5)}"}
+    version, _, libraries = result.output.partition("--- libraries")
     match = re.search(r"release (\d+\.\d+)", version)
     if match is None:
         return {"error": f"cannot read nvcc's release from: {version.strip()[-200:]}"}
-    directories = [Path(d) for d in re.findall(r'-L"?([^"\s]+)', dry_run)]
-    libraries = sorted(
-        {
-            path.name.removeprefix("lib").split(".")[0]
-            for directory in directories
-            if directory.is_dir()
-            for path in directory.iterdir()
-            if path.name.startswith("lib") and (".so" in path.name or path.name.endswith(".a"))
-        }
-    )
-    return {"nvcc": nvcc, "version": match.group(1), "libraries": libraries}
+    return {"version": match.group(1), "libraries": sorted(set(re.findall(r"\blib([\w+-]+?)\.(?:so|a)\b", libraries)))}
 
 
-def _output(command: list[str]) -> str:
-    done = subprocess.run(command, capture_output=True, text=True, timeout=60)
-    return done.stdout + done.stderr
+def has_library(toolkit: dict[str, Any], name: str) -> bool:
+    """Whether ``-l{name}`` can link: beside nvcc, or where the system linker looks."""
+    return name in toolkit.get("libraries", ())

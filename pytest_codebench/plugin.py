@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from . import cuda, fixtures, hooks
+from . import fixtures, hooks
 from .benchmark import RunContext, benchmark_classes, get_benchmark_class
 from .errors import HarnessError
 from .options import CORE_OPTIONS, Option, Settings, register
@@ -38,7 +38,8 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 
 @pytest.hookimpl(trylast=True)
 def pytest_codebench_probe_gpus(config: pytest.Config) -> dict[str, Any]:
-    return cuda.probe_gpus()
+    """Ask the runner: the GPUs its commands would get (the driver here, or a container's)."""
+    return config.stash[STATE_KEY].runner.probe_gpus()
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -31,8 +31,12 @@ class CodebenchSession:
         self.is_worker = hasattr(config, "workerinput")
 
     @functools.cached_property
+    def runner_class(self) -> type[Runner]:
+        return get_runner_class(self.settings["runner"])
+
+    @functools.cached_property
     def runner(self) -> Runner:
-        return get_runner_class(self.settings["runner"])(self.settings)
+        return self.runner_class(self.context, self.benchmark.name)
 
     # -- collection -------------------------------------------------------------------------
 
@@ -76,6 +80,7 @@ class CodebenchSession:
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         if self.is_worker:
             return
+        self.runner_class.sweep(self.context)
         self.summary = self.benchmark.summarize(self.results)
         report_path = self.settings["report"]
         if report_path:

@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 
+from pytest_codebench.benchmark import RunContext
+
 # Every plugin test runs the inner pytest both ways: the outcome must not depend on xdist.
 XDIST_MODES = {"serial": [], "xdist": ["-n", "2"]}
 
@@ -60,3 +62,10 @@ def codebench(pytester: pytest.Pytester, xdist_args: list[str]) -> Callable[...,
         return Run(result, junit_items(junit))
 
     return run
+
+
+@pytest.fixture
+def run_context(tmp_path: Path) -> RunContext:
+    """What a runner needs of a run, for using one directly (outside a pytest run of its own)."""
+    settings = {"output-limit": 1000, "env": []}
+    return RunContext(config=None, settings=settings, run_dir=tmp_path / "run", lock_dir=tmp_path / "locks", workers=1)  # type: ignore[arg-type]

@@ -10,6 +10,7 @@ import subprocess
 import pytest
 
 from pytest_codebench import cuda
+from pytest_codebench.runners.local import LocalRunner
 
 PROBE = cuda.probe_gpus()
 
@@ -28,8 +29,8 @@ def test_without_a_gpu_the_probe_says_why():
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="no nvcc on PATH")
-def test_the_toolkit_probe_reads_nvcc():
-    toolkit = cuda.probe_toolkit()
+def test_the_toolkit_probe_reads_nvcc(run_context, tmp_path):
+    toolkit = cuda.probe_toolkit(LocalRunner(run_context, "computeeval"), tmp_path)
     release = re.search(r"release (\d+\.\d+)", subprocess.run(["nvcc", "--version"], capture_output=True, text=True).stdout)
     assert release and toolkit["version"] == release.group(1)
     assert "cudart" in toolkit["libraries"]

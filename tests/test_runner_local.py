@@ -13,13 +13,9 @@ from pytest_codebench.runners import OutputCap, allowed_names, scrub_env
 from pytest_codebench.runners.local import LocalRunner
 
 
-class FakeSettings(dict):
-    """The two settings a runner reads."""
-
-
 @pytest.fixture
-def runner() -> LocalRunner:
-    return LocalRunner(FakeSettings({"output-limit": 1000, "env": []}))  # type: ignore[arg-type]
+def runner(run_context) -> LocalRunner:
+    return LocalRunner(run_context, "computeeval")
 
 
 def alive(marker: str) -> bool:
@@ -78,6 +74,10 @@ def test_environment_is_scrubbed_and_home_is_the_workspace(runner, tmp_path, mon
     assert "leak" not in env
     assert "CUDA_HOME=/opt/cuda" in env and f"HOME={tmp_path}\n" in env
     assert f"TMPDIR={tmp_path / '.tmp'}" in env
+
+
+def test_the_gpu_given_is_the_only_one_visible(runner, tmp_path):
+    assert runner.run("echo $CUDA_VISIBLE_DEVICES", cwd=tmp_path, timeout=5, gpu="3").output == "3\n"
 
 
 def test_scrub_env_allows_extra_names_but_never_secrets():

@@ -20,7 +20,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from .. import cuda
-from ..benchmark import Benchmark, Case, Dataset, Summary
+from ..benchmark import Benchmark, Case, Dataset, RunContext, Summary
 from ..errors import DatasetError
 from ..metrics import pass_at_k
 from ..once import SlotPool
@@ -33,6 +33,7 @@ from ..verdict import Outcome, Verdict
 from ..workspace import UnsafePath, guarded_paths, normalise, write_file
 
 DEFAULT_TIMEOUT = 60.0
+MACHINE_KEY = "computeeval-machine"
 # pytest-timeout's backstop sits this far above an item's own budget.
 BACKSTOP_SLACK = 30.0
 # What a CUDA program or PyTorch prints when it cannot reach a GPU: the machine's fault.
@@ -105,6 +106,10 @@ class ComputeEval(Benchmark):
         ),
         bool_option("gpu-share", "Let tests of several items use one GPU at the same time."),
     )
+
+    def __init__(self, context: RunContext) -> None:
+        super().__init__(context)
+        self._machine: dict[str, Any] | None = None
 
     # -- loading --------------------------------------------------------------------------------
 
@@ -259,7 +264,8 @@ class ComputeEval(Benchmark):
             raise DatasetError(f"task {case.task_id}", str(exc), field="source_references") from None
         if missing:
             return Verdict(Outcome.MISSING_API, "; ".join(missing))
-        unmet = self._unmet_requirement(record)
+        machine = self.machine(runner)
+        unmet = self._unmet_requirement(record, machine)
         if unmet is not None:
             return Verdict(Outcome.SKIPPED, unmet)
 
@@ -278,12 +284,13 @@ class ComputeEval(Benchmark):
                 reason = f"build exceeded {timeout:g} s" if result.timed_out else "build failed"
                 return _verdict(outcome, reason, result, figures, logs)
 
-        gpus, no_gpu = self._gpus()
+        gpus = machine["gpu"].get("gpus") or []
         if not gpus and not self.settings["run-without-gpu"]:
             built = f"build ok in {figures['build_seconds']:.1f} s" if build else "nothing to build"
-            return Verdict(Outcome.SKIPPED, f"no usable CUDA GPU; {built} ({no_gpu})", figures=figures, logs=logs)
-        with self._gpu(gpus, wait) as env:
-            result = runner.run(record["test_command"], cwd=workspace, timeout=timeout, env=env)
+            why = machine["gpu"].get("error") or "none found"
+            return Verdict(Outcome.SKIPPED, f"no usable CUDA GPU; {built} ({why})", figures=figures, logs=logs)
+        with self._gpu(gpus, wait) as gpu:
+            result = runner.run(record["test_command"], cwd=workspace, timeout=timeout, gpu=gpu)
         figures["test_seconds"] = round(result.seconds, 3)
         logs["test"] = self.context.write_log(case, "test", result)
         return self._judge_test(result, bool(gpus), figures, logs, timeout)
@@ -312,28 +319,29 @@ class ComputeEval(Benchmark):
 
     # -- the machine ----------------------------------------------------------------------------
 
-    @functools.cached_property
-    def environment(self) -> dict[str, Any]:
-        """The toolkit and the GPUs, probed once per run for every process of it."""
-        return self.context.once(
-            "computeeval-environment",
-            lambda: {
-                "toolkit": cuda.probe_toolkit(),
-                "gpu": self.context.config.hook.pytest_codebench_probe_gpus(config=self.context.config),
-            },
-        )
+    def machine(self, runner: Runner) -> dict[str, Any]:
+        """The toolkit and the GPUs that ``runner``'s commands get, probed once per run for
+        every process of it."""
+        if self._machine is None:
+            config = self.context.config
+
+            def probe() -> dict[str, Any]:
+                workdir = self.context.run_dir / "probe"
+                workdir.mkdir(exist_ok=True)
+                return {
+                    "toolkit": cuda.probe_toolkit(runner, workdir),
+                    "gpu": config.hook.pytest_codebench_probe_gpus(config=config),
+                }
+
+            self._machine = self.context.once(MACHINE_KEY, probe)
+        return self._machine
 
     def report_info(self) -> dict[str, Any]:
-        return self.environment
+        return self.context.stored(MACHINE_KEY) or {}
 
-    def _gpus(self) -> tuple[list[dict[str, Any]], str]:
-        probe = self.environment["gpu"]
-        gpus = probe.get("gpus") or []
-        return gpus, probe.get("error") or "the driver reports no GPU"
-
-    def _unmet_requirement(self, record: dict[str, Any]) -> str | None:
+    def _unmet_requirement(self, record: dict[str, Any], machine: dict[str, Any]) -> str | None:
         """Why this machine cannot grade the problem, checked before building."""
-        toolkit = self.environment["toolkit"]
+        toolkit = machine["toolkit"]
         needed = record.get("min_cuda_toolkit")
         if "error" in toolkit:
             return toolkit["error"]
@@ -342,7 +350,7 @@ class ComputeEval(Benchmark):
         for library in re.findall(r"(?<!\S)-l(\w+)", record.get("build_command") or ""):
             if not cuda.has_library(toolkit, library):
                 return f"the CUDA toolkit here has no lib{library} (the build links -l{library})"
-        gpus, _ = self._gpus()
+        gpus = machine["gpu"].get("gpus")
         if gpus:
             capability = record.get("compute_capability")
             best = max(cuda.version_tuple(gpu["compute_capability"]) for gpu in gpus)
@@ -358,16 +366,16 @@ class ComputeEval(Benchmark):
         return SlotPool(self.context.lock_dir, "build", [str(i) for i in range(jobs)])
 
     @contextlib.contextmanager
-    def _gpu(self, gpus: list[dict[str, Any]], wait: float) -> Iterator[dict[str, str]]:
-        """The environment of a test: one GPU of its own (a machine-wide lock per GPU),
-        unless there is none or the user lets tests share."""
+    def _gpu(self, gpus: list[dict[str, Any]], wait: float) -> Iterator[str | None]:
+        """The GPU a test may use: one of its own (a machine-wide lock per GPU), or None when
+        there is none or the user lets tests share."""
         if not gpus or self.settings["gpu-share"]:
-            yield {}
+            yield None
             return
         visible = os.environ.get("CUDA_VISIBLE_DEVICES")
         ids = visible.split(",") if visible else [str(gpu["index"]) for gpu in gpus]
         with SlotPool(self.context.lock_dir, "gpu", ids[: len(gpus)]).acquire(wait) as gpu:
-            yield {"CUDA_VISIBLE_DEVICES": gpu}
+            yield gpu
 
     # -- metrics --------------------------------------------------------------------------------
 

@@ -15,10 +15,13 @@ import re
 from collections.abc import Iterable, Mapping
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..errors import HarnessError
-from ..options import Option, Settings
+from ..options import Option
+
+if TYPE_CHECKING:
+    from ..benchmark import RunContext
 
 ENTRY_POINT_GROUP = "pytest_codebench.runners"
 
@@ -44,9 +47,10 @@ ENV_ALLOW = (
 SECRET = re.compile(r"TOKEN|KEY|SECRET|PASSW|CREDENTIAL|AUTH|COOKIE|SESSION", re.IGNORECASE)
 
 
-def allowed_names(extra_allow: Iterable[str] = ()) -> re.Pattern[str]:
+def allowed_names(extra_allow: Iterable[str] = (), *, base: Iterable[str] = ENV_ALLOW) -> re.Pattern[str]:
     """One pattern for the allowlist and the user's additions (globs)."""
-    return re.compile("|".join(fnmatch.translate(glob) for glob in (*ENV_ALLOW, *extra_allow)))
+    globs = [*base, *extra_allow]
+    return re.compile("|".join(fnmatch.translate(glob) for glob in globs) or "(?!)")
 
 
 def scrub_env(environ: Mapping[str, str], allowed: re.Pattern[str] | None = None) -> dict[str, str]:
@@ -108,19 +112,10 @@ class Runner(abc.ABC):
     name: ClassVar[str]
     options: ClassVar[tuple[Option, ...]] = ()
 
-    def __init__(self, settings: Settings) -> None:
-        self.output_limit: int = settings["output-limit"]
-        self.allowed_env = allowed_names(settings["env"])
-
-    def environment(self, cwd: Path, extra: Mapping[str, str] | None = None) -> dict[str, str]:
-        """The scrubbed environment, with HOME and TMPDIR inside the workspace so that what the
-        code writes "at home" stays in the workspace and goes with it."""
-        env = scrub_env(os.environ, self.allowed_env)
-        tmp = cwd / ".tmp"
-        tmp.mkdir(exist_ok=True)
-        env.update(HOME=str(cwd), TMPDIR=str(tmp))
-        env.update(extra or {})
-        return env
+    def __init__(self, context: RunContext, benchmark: str) -> None:
+        self.context = context
+        self.output_limit: int = context.settings["output-limit"]
+        self.allowed_env = allowed_names(context.settings["env"])
 
     @abc.abstractmethod
     def run(
@@ -130,11 +125,34 @@ class Runner(abc.ABC):
         cwd: Path,
         timeout: float,
         env: Mapping[str, str] | None = None,
+        gpu: str | None = None,
+        network: bool = False,
     ) -> RunResult:
-        """Run ``command`` with ``sh -c`` in ``cwd``; ``env`` adds to the scrubbed environment."""
+        """Run ``command`` with ``sh -c`` in the workspace ``cwd``.
+
+        ``env`` adds to the scrubbed environment; ``gpu`` names the one GPU the command may
+        use; ``network`` lets it reach the network where the runner can take it away (only
+        for steps that must download, which say so)."""
+
+    def environment(self, home: str, tmp: str, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+        """The scrubbed environment, HOME and TMPDIR inside the workspace (what the code writes
+        "at home" stays there and goes with it), then what the benchmark adds."""
+        env = scrub_env(os.environ, self.allowed_env)
+        env.update(HOME=home, TMPDIR=tmp)
+        env.update(extra or {})
+        return env
+
+    @abc.abstractmethod
+    def probe_gpus(self) -> dict[str, Any]:
+        """The GPUs commands can use: ``{"gpus": [...]}`` or ``{"error": why none}``."""
 
     def close(self) -> None:
-        """Release whatever the runner holds (containers, pools)."""
+        """Release what this process holds (clients, pools)."""
+
+    @classmethod
+    def sweep(cls, context: RunContext) -> None:
+        """On the controller at the end of a run: remove anything of the run left behind,
+        also by workers that crashed."""
 
 
 def runner_classes() -> dict[str, type[Runner]]:

@@ -10,7 +10,9 @@ import time
 import uuid
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
+from .. import cuda
 from . import OutputCap, Runner, RunResult
 
 # Every process a command starts inherits this variable (unless it clears its environment),
@@ -60,9 +62,15 @@ class LocalRunner(Runner):
         cwd: Path,
         timeout: float,
         env: Mapping[str, str] | None = None,
+        gpu: str | None = None,
+        network: bool = False,  # a local process cannot be taken off the network
     ) -> RunResult:
         token = uuid.uuid4().hex
-        environment = self.environment(cwd, env)
+        tmp = cwd / ".tmp"
+        tmp.mkdir(exist_ok=True)
+        environment = self.environment(str(cwd), str(tmp), env)
+        if gpu is not None:
+            environment["CUDA_VISIBLE_DEVICES"] = gpu
         environment[MARK_VAR] = token
         cap = OutputCap(self.output_limit)
         before = _pids()
@@ -92,6 +100,9 @@ class LocalRunner(Runner):
             output=cap.text(),
             dropped_bytes=cap.dropped,
         )
+
+    def probe_gpus(self) -> dict[str, Any]:
+        return cuda.probe_gpus()
 
     @staticmethod
     def _pump(proc: subprocess.Popen[bytes], cap: OutputCap, deadline: float) -> bool:

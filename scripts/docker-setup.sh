@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Make a Docker engine and a local base image available, without Docker Hub:
+#   - installs docker.io and debootstrap (Debian packages) when missing,
+#   - starts dockerd in the background when no engine answers,
+#   - builds the base image (default codebench-base:bookworm) from Debian's packages.
+# The benchmark images are built FROM it by the plugin itself (--codebench-docker-base).
+# Usage: scripts/docker-setup.sh [IMAGE]     (prints the base image name last)
+set -euo pipefail
+base=${1:-codebench-base:bookworm}
+
+if ! command -v dockerd >/dev/null || ! command -v debootstrap >/dev/null; then
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq docker.io debootstrap >/dev/null
+fi
+
+if ! docker info >/dev/null 2>&1; then
+    nohup dockerd >/tmp/codebench-dockerd.log 2>&1 &
+    for _ in $(seq 60); do
+        docker info >/dev/null 2>&1 && break
+        sleep 1
+    done
+    docker info >/dev/null 2>&1 || { tail -20 /tmp/codebench-dockerd.log; echo "dockerd did not start" >&2; exit 1; }
+fi
+
+if ! docker image inspect "$base" >/dev/null 2>&1; then
+    root=$(mktemp -d)
+    debootstrap --variant=minbase bookworm "$root" >/tmp/codebench-debootstrap.log 2>&1 \
+        || { tail -20 /tmp/codebench-debootstrap.log; exit 1; }
+    tar -C "$root" -c . | docker import - "$base" >/dev/null
+    rm -rf "$root"
+fi
+echo "$base"
