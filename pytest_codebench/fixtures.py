@@ -3,20 +3,29 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
+import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn, TypeVar
 
 import pytest
 
-from .benchmark import Case, slug
+from .benchmark import Case, RunContext, slug
 from .errors import DatasetError, HarnessError
-from .runners import Runner
+from .once import LOCK_DIR, SlotPool
+from .options import Settings
+from .runners import Runner, RunResult
 from .session import STATE_KEY, CodebenchSession
 from .verdict import Outcome, Verdict
 
 VERDICT_KEY = pytest.StashKey[Verdict]()
+SETTINGS_KEY = pytest.StashKey[Settings]()
+# Where an engine must be there (CI), its absence fails container fixtures instead of skipping.
+REQUIRE_DOCKER = "CODEBENCH_REQUIRE_DOCKER"
+GPU_WAIT_SECONDS = 3600
+T = TypeVar("T")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,6 +42,16 @@ def _session(request: pytest.FixtureRequest) -> CodebenchSession:
     if session is None:
         pytest.fail("codebench fixtures need a benchmark: run pytest with --codebench=NAME", pytrace=False)
     return session
+
+
+def _harness(step: Callable[[], T]) -> T:
+    """``step()``; bad data or harness trouble fails the fixture (an error of the item) with
+    the message alone: it is about the data or the machine, not about this code."""
+    try:
+        return step()
+    except (DatasetError, HarnessError) as exc:
+        message = f"harness error: {exc}"
+    pytest.fail(message, pytrace=False)
 
 
 @pytest.fixture
@@ -57,7 +76,7 @@ def codebench_task(codebench_case: Case) -> dict[str, Any]:
 def codebench_runner(request: pytest.FixtureRequest) -> Runner:
     """The runner (``--codebench-runner``) that executes untrusted commands, one per process:
     scrubbed environment, capped output, the whole process tree killed on timeout."""
-    return _session(request).runner
+    return _harness(lambda: _session(request).runner)
 
 
 @pytest.fixture
@@ -69,10 +88,7 @@ def codebench_workspace(request: pytest.FixtureRequest, codebench_case: Case) ->
     path = session.context.run_dir / "work" / slug(codebench_case.id)
     shutil.rmtree(path, ignore_errors=True)  # a re-run of the same item (--lf, reruns) starts clean
     path.mkdir(parents=True)
-    try:
-        rejected = session.benchmark.prepare(codebench_case, path)
-    except (DatasetError, HarnessError) as exc:
-        pytest.fail(str(exc), pytrace=False)
+    rejected = _harness(lambda: session.benchmark.prepare(codebench_case, path))
     yield Workspace(path, rejected)
     if not session.settings["keep-workspaces"]:
         shutil.rmtree(path, ignore_errors=True)
@@ -88,13 +104,83 @@ def codebench_verdict(
     """The grade of this item. It is computed during setup, so that harness trouble (an
     ``error`` verdict) is reported as an error and never as a failure of the model."""
     session = _session(request)
-    try:
-        verdict = session.benchmark.grade(
+    verdict = _harness(
+        lambda: session.benchmark.grade(
             codebench_case, codebench_workspace.path, codebench_workspace.rejected, codebench_runner
         )
-    except (DatasetError, HarnessError) as exc:
-        pytest.fail(f"harness error: {exc}", pytrace=False)
+    )
     request.node.stash[VERDICT_KEY] = verdict
     if verdict.outcome is Outcome.ERROR:
         pytest.fail(verdict.describe(), pytrace=False)
     return verdict
+
+
+@dataclasses.dataclass(frozen=True)
+class Container:
+    """Runs commands in fresh containers of the benchmark's image, all sharing ``workspace``
+    (mounted at /workspace), with the runner's limits; ``gpu`` is the GPU they get, if any."""
+
+    runner: Runner
+    workspace: Path
+    gpu: str | None = None
+
+    def run(self, command: str, timeout: float = 60, **kwargs: Any) -> RunResult:
+        return self.runner.run(command, cwd=self.workspace, timeout=timeout, gpu=self.gpu, **kwargs)
+
+
+def _unavailable(reason: str) -> NoReturn:
+    if os.environ.get(REQUIRE_DOCKER):
+        pytest.fail(f"{reason} ({REQUIRE_DOCKER} is set)", pytrace=False)
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def _codebench_docker(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runner]:
+    from .runners.docker import DockerRunner
+
+    session = request.config.stash.get(STATE_KEY, None)
+    if session is not None:
+        context, benchmark = session.context, session.benchmark.name
+    else:
+        settings = request.config.stash[SETTINGS_KEY]
+        if not settings[""] and not settings["image"]:
+            pytest.fail("codebench_container needs --codebench=NAME or --codebench-image=IMAGE", pytrace=False)
+        run_dir = tmp_path_factory.mktemp("codebench-run")
+        context = RunContext(request.config, settings, run_dir, LOCK_DIR, workers=1)
+        benchmark = settings[""] or "custom"
+    reason = None
+    try:
+        runner = DockerRunner(context, benchmark)
+    except HarnessError as exc:
+        reason = str(exc)  # skipped outside the except block: no chained traceback
+    if reason is not None:
+        _unavailable(reason)
+    yield runner
+    runner.close()
+
+
+@pytest.fixture
+def codebench_container(_codebench_docker: Runner, tmp_path: Path) -> Container:
+    """Fresh containers of the benchmark's image (``--codebench-image``, or the benchmark's
+    own, built once per run) for your own tests: ``codebench_container.run("nvcc --version")``
+    returns a RunResult. Network off, read-only root, no capabilities, not root; the test's
+    ``tmp_path`` is /workspace. Skipped when no Docker engine answers (failed if
+    CODEBENCH_REQUIRE_DOCKER is set)."""
+    return Container(_codebench_docker, tmp_path)
+
+
+@functools.cache
+def _container_gpus(runner: Runner) -> dict[str, Any]:
+    return runner.probe_gpus()
+
+
+@pytest.fixture
+def gpu_container(codebench_container: Container) -> Iterator[Container]:
+    """``codebench_container`` with one GPU of its own, locked machine-wide for the test.
+    Skipped with the reason when containers get no GPU (no GPU, or no NVIDIA runtime)."""
+    probe = _container_gpus(codebench_container.runner)
+    if "error" in probe:
+        pytest.skip(probe["error"])
+    ids = [str(gpu["index"]) for gpu in probe["gpus"]]
+    with SlotPool(codebench_container.runner.context.lock_dir, "gpu", ids).acquire(GPU_WAIT_SECONDS) as gpu:
+        yield dataclasses.replace(codebench_container, gpu=gpu)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -16,6 +17,9 @@ from typing import Any
 from filelock import FileLock, Timeout
 
 from .errors import DatasetError, HarnessError
+
+# Machine-wide slot pools (build slots, GPUs) are shared by every run on the machine.
+LOCK_DIR = Path(tempfile.gettempdir()) / "pytest-codebench-locks"
 
 
 def once(directory: Path, key: str, compute: Callable[[], Any]) -> Any:

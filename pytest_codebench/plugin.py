@@ -4,7 +4,6 @@ the xdist glue. Everything that only matters during a run lives in :mod:`.sessio
 from __future__ import annotations
 
 import secrets
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -14,6 +13,7 @@ import pytest
 from . import fixtures, hooks
 from .benchmark import RunContext, benchmark_classes, get_benchmark_class
 from .errors import HarnessError
+from .once import LOCK_DIR
 from .options import CORE_OPTIONS, Option, Settings, register
 from .runners import runner_classes
 from .session import STATE_KEY, CodebenchSession
@@ -46,6 +46,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "codebench(benchmark): an item graded by pytest-codebench")
     config.pluginmanager.register(fixtures, "codebench-fixtures")
     settings = Settings(config, [option for _, options in _all_options() for option in options])
+    config.stash[fixtures.SETTINGS_KEY] = settings
     name = settings[""]
     if not name:
         return
@@ -59,7 +60,7 @@ def pytest_configure(config: pytest.Config) -> None:
         config=config,
         settings=settings,
         run_dir=_run_dir(config, settings),
-        lock_dir=Path(tempfile.gettempdir()) / "pytest-codebench-locks",
+        lock_dir=LOCK_DIR,
         # Only workers collect under xdist, so only they need the count.
         workers=getattr(config, "workerinput", {}).get("workercount", 1),
     )

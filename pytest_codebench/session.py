@@ -103,8 +103,8 @@ class CodebenchSession:
             self.runner.close()
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        if self.summary is None:
-            return
+        if self.summary is None or not self.results:
+            return  # no item of the benchmark ran (a user's own tests, a collection error)
         write = terminalreporter.write_line
         terminalreporter.section(f"codebench: {self.benchmark.name}")
         for line in [*self.summary.lines, *outcome_lines(self.results)]:

@@ -14,6 +14,10 @@ if ! command -v dockerd >/dev/null || ! command -v debootstrap >/dev/null; then
 fi
 
 if ! docker info >/dev/null 2>&1; then
+    # An engine killed without cleaning up (a session's end) leaves pid files that stop the next.
+    for pidfile in /var/run/docker.pid /var/run/docker/containerd/containerd.pid; do
+        if [ -f "$pidfile" ] && ! kill -0 "$(cat "$pidfile")" 2>/dev/null; then rm -f "$pidfile"; fi
+    done
     nohup dockerd >/tmp/codebench-dockerd.log 2>&1 &
     for _ in $(seq 60); do
         docker info >/dev/null 2>&1 && break

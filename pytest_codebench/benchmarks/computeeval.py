@@ -343,13 +343,16 @@ class ComputeEval(Benchmark):
         """Why this machine cannot grade the problem, checked before building."""
         toolkit = machine["toolkit"]
         needed = record.get("min_cuda_toolkit")
+        build = record.get("build_command") or ""
         if "error" in toolkit:
-            return toolkit["error"]
-        if needed and cuda.version_tuple(toolkit["version"]) < cuda.version_tuple(needed):
+            if needed or re.search(r"\bnvcc\b", build):
+                return toolkit["error"]
+        elif needed and cuda.version_tuple(toolkit["version"]) < cuda.version_tuple(needed):
             return f"requires CUDA toolkit >= {needed}; nvcc here is {toolkit['version']}"
-        for library in re.findall(r"(?<!\S)-l(\w+)", record.get("build_command") or ""):
-            if not cuda.has_library(toolkit, library):
-                return f"the CUDA toolkit here has no lib{library} (the build links -l{library})"
+        else:
+            for library in re.findall(r"(?<!\S)-l(\w+)", build):
+                if not cuda.has_library(toolkit, library):
+                    return f"the CUDA toolkit here has no lib{library} (the build links -l{library})"
         gpus = machine["gpu"].get("gpus")
         if gpus:
             capability = record.get("compute_capability")

@@ -1,0 +1,1 @@
+"""Dockerfiles of the benchmarks images (``--codebench-runner docker``)."""

@@ -1,0 +1,289 @@
+"""Run commands in containers, through the Docker SDK.
+
+One container per command: it starts from the image, so no sample sees what another left
+behind, and every process a command starts dies with its container, whatever it did to hide.
+The workspace is bind-mounted at /workspace and is the only writable mount of the host; the
+root filesystem is read-only and /tmp a small tmpfs. Copying the workspace in and out
+(put_archive/get_archive) would keep host disk out of reach, but it costs two tar round
+trips per command, and the builds' outputs must survive into the test step anyway; a
+per-file size limit (RLIMIT_FSIZE) bounds what a command can write instead.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+import time
+from collections.abc import Mapping
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import docker
+import docker.errors
+import requests.exceptions
+from docker.types import DeviceRequest, LogConfig, Ulimit
+
+from .. import __version__
+from ..errors import HarnessError
+from ..options import Option
+from . import OutputCap, Runner, RunResult, allowed_names
+
+if TYPE_CHECKING:
+    from ..benchmark import RunContext
+
+RUN_LABEL = "pytest-codebench.run"
+NOBODY = 65534
+WORKSPACE = "/workspace"
+# Docker's own log of a container is kept small: the runner streams the output as it comes.
+LOG_CONFIG = LogConfig(type=LogConfig.types.JSON, config={"max-size": "1m", "max-file": "1"})
+# Errors the SDK raises when the daemon is gone or stops answering.
+ENGINE_ERRORS = (docker.errors.DockerException, requests.exceptions.ConnectionError)
+
+
+def _size(text: str) -> int:
+    """Bytes from "512m", "4g", "1048576"."""
+    match = re.fullmatch(r"(\d+)([kmg]?)b?", text.strip().lower())
+    if match is None:
+        raise ValueError(f"not a size: {text!r}")
+    return int(match.group(1)) * {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}[match.group(2)]
+
+
+def _engine_error(exc: BaseException) -> HarnessError:
+    return HarnessError(f"the Docker engine failed: {exc}")
+
+
+class DockerRunner(Runner):
+    """Each command in a fresh, locked-down container of the benchmark's image."""
+
+    name = "docker"
+    options = (
+        Option(
+            "image",
+            "Image to run in (default: pytest-codebench/BENCHMARK, built once from the benchmark's Dockerfile).",
+            metavar="IMAGE",
+        ),
+        Option("docker-base", "Base image (FROM) when the default image is built.", metavar="IMAGE"),
+        Option("docker-memory", "Memory limit of a container.", default="4g", parse=_size, metavar="SIZE"),
+        Option("docker-cpus", "CPUs a container may use.", default=2.0, parse=float, metavar="N"),
+        Option("docker-pids", "Processes a container may have at once.", default=256, parse=int, metavar="N"),
+        Option("docker-tmpfs", "Size of a container's /tmp (memory).", default="512m", metavar="SIZE"),
+        Option(
+            "docker-max-file",
+            "Largest file a command may write (RLIMIT_FSIZE).",
+            default=1 << 30,
+            parse=_size,
+            metavar="SIZE",
+        ),
+    )
+
+    def __init__(self, context: RunContext, benchmark: str) -> None:
+        super().__init__(context, benchmark)
+        settings = context.settings
+        # Inside the image, the image's own PATH and toolkit count: only variables the user
+        # names explicitly cross over, and never a secret.
+        self.allowed_env = allowed_names(settings["env"], base=())
+        self.run_id = context.run_dir.name
+        self.limits = {
+            "mem_limit": settings["docker-memory"],
+            "memswap_limit": settings["docker-memory"],
+            "nano_cpus": int(settings["docker-cpus"] * 1e9),
+            "pids_limit": settings["docker-pids"],
+            "tmpfs": {"/tmp": f"size={settings['docker-tmpfs']},mode=1777"},
+            "ulimits": [Ulimit(name="fsize", soft=settings["docker-max-file"], hard=settings["docker-max-file"])],
+        }
+        self.client = connect()
+        self.image = settings["image"] or f"pytest-codebench/{benchmark}:{__version__}"
+        if not settings["image"]:
+            context.once(f"image-{benchmark}", lambda: self._build(benchmark, settings["docker-base"]))
+        elif not self._exists(self.image):
+            raise HarnessError(f"image {self.image} does not exist (build it, or leave out --codebench-image)")
+
+    def _exists(self, image: str) -> bool:
+        try:
+            self.client.images.get(image)
+        except docker.errors.ImageNotFound:
+            return False
+        except ENGINE_ERRORS as exc:
+            raise _engine_error(exc) from None
+        return True
+
+    def _build(self, benchmark: str, base: str | None) -> str:
+        """Build the benchmark's image from its Dockerfile unless it exists; once per run."""
+        if self._exists(self.image):
+            return self.image
+        images = resources.files("pytest_codebench.images")
+        dockerfile = images / f"{benchmark}.Dockerfile"
+        if not dockerfile.is_file():
+            raise HarnessError(f"no Dockerfile for {benchmark}: give an image with --codebench-image")
+        try:
+            self.client.images.build(
+                path=str(images),
+                dockerfile=f"{benchmark}.Dockerfile",
+                tag=self.image,
+                buildargs={"BASE": base} if base else {},
+                rm=True,
+            )
+        except docker.errors.BuildError as exc:
+            log = "".join(str(line.get("stream", line.get("error", ""))) for line in exc.build_log)
+            raise HarnessError(f"building {self.image} failed: {exc}\n{log[-2000:]}") from None
+        except ENGINE_ERRORS as exc:
+            raise _engine_error(exc) from None
+        return self.image
+
+    def run(
+        self,
+        command: str,
+        *,
+        cwd: Path,
+        timeout: float,
+        env: Mapping[str, str] | None = None,
+        gpu: str | None = None,
+        network: bool = False,
+    ) -> RunResult:
+        cap = OutputCap(self.output_limit)
+        user = self._user(cwd)
+        try:
+            container = self.client.containers.create(
+                self.image,
+                ["/bin/sh", "-c", command],
+                working_dir=WORKSPACE,
+                user=user,
+                environment=self.environment(WORKSPACE, "/tmp", env),
+                volumes={str(cwd.resolve()): {"bind": WORKSPACE, "mode": "rw"}},
+                network_mode="bridge" if network else "none",
+                cap_drop=["ALL"],
+                security_opt=["no-new-privileges"],
+                read_only=True,
+                labels={RUN_LABEL: self.run_id},
+                log_config=LOG_CONFIG,
+                device_requests=[DeviceRequest(device_ids=[gpu], capabilities=[["gpu"]])] if gpu else None,
+                **self.limits,
+            )
+        except ENGINE_ERRORS as exc:
+            raise _engine_error(exc) from None
+        try:
+            return self._run(container, command, timeout, cap)
+        finally:
+            try:
+                container.remove(force=True)
+            except ENGINE_ERRORS:
+                pass  # the engine is gone; the controller's sweep will find it
+
+    def _run(self, container: Any, command: str, timeout: float, cap: OutputCap) -> RunResult:
+        started = time.monotonic()
+        try:
+            stream = container.attach(stdout=True, stderr=True, stream=True, logs=True)
+            reader = threading.Thread(target=lambda: [cap.feed(chunk) for chunk in stream], daemon=True)
+            reader.start()
+            container.start()
+        except docker.errors.APIError as exc:
+            if "could not select device driver" in str(exc):
+                raise HarnessError(f"the Docker engine cannot give containers a GPU (no NVIDIA runtime): {exc}") from None
+            raise _engine_error(exc) from None
+        except ENGINE_ERRORS as exc:
+            raise _engine_error(exc) from None
+        # Our own clock: the SDK's HTTP timeout reads, over a unix socket, like a dead engine.
+        waiter = _Waiter(container)
+        waiter.start()
+        waiter.join(timeout)
+        timed_out = waiter.is_alive()
+        if timed_out:
+            # The command's time is up: the container dies with everything in it.
+            try:
+                container.kill()
+            except ENGINE_ERRORS:
+                pass
+            waiter.join(30)
+        if waiter.error is not None and not timed_out:
+            raise _engine_error(waiter.error)
+        reader.join(timeout=10)
+        exit_code = None if timed_out else waiter.exit_code
+        return RunResult(
+            command=command,
+            exit_code=exit_code,
+            timed_out=timed_out,
+            seconds=time.monotonic() - started,
+            output=cap.text(),
+            dropped_bytes=cap.dropped,
+        )
+
+    @staticmethod
+    def _user(workspace: Path) -> str:
+        """Never root in the container: the caller's own ids, or nobody's when the caller is
+        root, the workspace then handed over to nobody so that the command can write in it."""
+        if os.getuid() != 0:
+            return f"{os.getuid()}:{os.getgid()}"
+        for path in (workspace, *workspace.rglob("*")):
+            os.chown(path, NOBODY, NOBODY, follow_symlinks=False)
+        return f"{NOBODY}:{NOBODY}"
+
+    def probe_gpus(self) -> dict[str, Any]:
+        """Ask nvidia-smi inside a container given every GPU: what a test would see."""
+        query = "nvidia-smi --query-gpu=index,name,compute_cap --format=csv,noheader"
+        try:
+            container = self.client.containers.create(
+                self.image,
+                ["/bin/sh", "-c", query],
+                device_requests=[DeviceRequest(count=-1, capabilities=[["gpu"]])],
+                network_mode="none",
+                labels={RUN_LABEL: self.run_id},
+            )
+            try:
+                container.start()
+                container.wait(timeout=120)
+                output = container.logs(stdout=True, stderr=True).decode(errors="replace")
+            finally:
+                container.remove(force=True)
+        except docker.errors.APIError as exc:
+            if "could not select device driver" in str(exc):
+                return {"error": "the Docker engine cannot give containers a GPU (no NVIDIA runtime)"}
+            return {"error": f"no GPU in the container: {exc}"}
+        except ENGINE_ERRORS as exc:
+            return {"error": f"the Docker engine failed: {exc}"}
+        gpus = []
+        for line in output.strip().splitlines():
+            fields = [part.strip() for part in line.split(",")]
+            if len(fields) == 3 and fields[0].isdigit():
+                gpus.append({"index": int(fields[0]), "name": fields[1], "compute_capability": fields[2]})
+        return {"gpus": gpus} if gpus else {"error": f"no GPU visible in the container: {output.strip()[-300:]}"}
+
+    def close(self) -> None:
+        self.client.close()
+
+    @classmethod
+    def sweep(cls, context: RunContext) -> None:
+        try:
+            client = connect()
+            for container in client.containers.list(all=True, filters={"label": f"{RUN_LABEL}={context.run_dir.name}"}):
+                container.remove(force=True)
+            client.close()
+        except (HarnessError, *ENGINE_ERRORS):
+            pass  # nothing can be swept from an engine that is gone
+
+
+class _Waiter(threading.Thread):
+    """Waits for a container to exit, keeping its exit code or the engine's error."""
+
+    def __init__(self, container: Any) -> None:
+        super().__init__(daemon=True)
+        self.container = container
+        self.exit_code: int | None = None
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            self.exit_code = self.container.wait()["StatusCode"]
+        except ENGINE_ERRORS as exc:
+            self.error = exc
+
+
+def connect() -> docker.DockerClient:
+    """A client of the engine DOCKER_HOST names (or the local socket), checked to answer."""
+    try:
+        client = docker.from_env(version="auto", timeout=120)
+        client.ping()
+    except ENGINE_ERRORS as exc:
+        raise HarnessError(f"no Docker engine answers: {exc}") from None
+    return client
