@@ -158,6 +158,9 @@ class Benchmark(abc.ABC):
         """Extra facts for the JSON report (probed toolkit, GPU...)."""
         return {}
 
+    def finish(self, results: list[dict[str, Any]]) -> None:
+        """On the controller, once every item is graded: write the benchmark's own outputs."""
+
 
 def benchmark_classes() -> dict[str, type[Benchmark]]:
     return {ep.name: ep.load() for ep in entry_points(group=ENTRY_POINT_GROUP)}

@@ -12,7 +12,7 @@ import pytest
 
 from . import fixtures, hooks
 from .benchmark import RunContext, benchmark_classes, get_benchmark_class
-from .errors import HarnessError
+from .errors import DatasetError, HarnessError
 from .once import LOCK_DIR
 from .options import CORE_OPTIONS, Option, Settings, register
 from .runners import runner_classes
@@ -64,8 +64,11 @@ def pytest_configure(config: pytest.Config) -> None:
         # Only workers collect under xdist, so only they need the count.
         workers=getattr(config, "workerinput", {}).get("workercount", 1),
     )
-    benchmark = benchmark_class(context)
-    dataset_path = benchmark.dataset_path()
+    try:
+        benchmark = benchmark_class(context)
+        dataset_path = benchmark.dataset_path()
+    except (DatasetError, HarnessError) as exc:
+        raise pytest.UsageError(str(exc)) from None
     if not dataset_path.exists():
         raise pytest.UsageError(f"--codebench-dataset: {dataset_path} does not exist")
     # `pytest --codebench=NAME` with no paths grades the dataset rather than the tests of

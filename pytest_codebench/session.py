@@ -81,6 +81,7 @@ class CodebenchSession:
         if self.is_worker:
             return
         self.runner_class.sweep(self.context)
+        self.benchmark.finish(self.results)
         self.summary = self.benchmark.summarize(self.results)
         report_path = self.settings["report"]
         if report_path:

@@ -29,6 +29,9 @@ class Outcome(enum.StrEnum):
     BUILD_TIMEOUT = "build_timeout"
     TEST_FAILED = "test_failed"
     TEST_TIMEOUT = "test_timeout"
+    WRONG_OUTPUT = "wrong_output"
+    RUNTIME_ERROR = "runtime_error"
+    NOT_FASTER = "not_faster"
     SKIPPED = "skipped"
     ERROR = "error"
 
@@ -57,7 +60,7 @@ class Verdict:
     command: str | None = None
     exit_code: int | None = None
     output_tail: str = ""
-    figures: dict[str, float] = dataclasses.field(default_factory=dict)
+    figures: dict[str, float | str] = dataclasses.field(default_factory=dict)
     logs: dict[str, str] = dataclasses.field(default_factory=dict)
 
     def describe(self) -> str:

@@ -1,0 +1,11 @@
+import sys
+
+n, k, x = map(int, sys.stdin.readline().split())
+cnt = [0] * k
+for _ in range(n):
+    x = x * 48271 % 2147483647
+    cnt[x % k] += 1
+total = cnt[0] * (cnt[0] - 1) // 2
+for r in range(1, k // 2 + 1):
+    total += cnt[r] * cnt[k - r]
+print(total)

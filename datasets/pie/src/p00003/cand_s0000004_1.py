@@ -1,0 +1,19 @@
+import sys
+from statistics import mean
+
+
+def main():
+    data = sys.stdin.read().split()
+    n, q, x = int(data[0]), int(data[1]), int(data[2])
+    a = []
+    for _ in range(n):
+        x = x * 48271 % 2147483647
+        a.append(x % 1000)
+    out = []
+    for t in range(q):
+        l, r = int(data[3 + 2 * t]), int(data[4 + 2 * t])
+        out.append("%.6f" % mean(a[l - 1 : r]))
+    print("\n".join(out))
+
+
+main()

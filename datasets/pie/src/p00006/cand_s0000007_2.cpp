@@ -1,0 +1,21 @@
+#include <cstdio>
+#include <vector>
+
+int main() {
+    int n;
+    long long lo, hi, x;
+    if (std::scanf("%d %lld %lld %lld", &n, &lo, &hi, &x) != 4) return 1;
+    std::vector<long long> a(n);
+    for (int i = 0; i < n; i++) {
+        x = x * 48271 % 2147483647;
+        a[i] = lo + x % (hi - lo + 1);
+    }
+    long long best = 0, ending_here = 0;
+    for (int i = 0; i < n; i++) {
+        ending_here += a[i];
+        if (ending_here < 0) ending_here = 0;
+        if (ending_here > best) best = ending_here;
+    }
+    std::printf("%lld\n", best);
+    return 0;
+}

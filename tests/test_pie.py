@@ -1,0 +1,181 @@
+"""PIE through the plugin: PIE's own config, its line rule, distinct outcomes, interleaved timing
+with an interval, the deterministic instruction metric, PIE's report, and bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from pytest_codebench.benchmarks.pie import accuracy, bootstrap_ratio, normalise_code
+
+# Sum 0..n-1: the slow way spends ~100 ms in a loop, the fast way is a formula.
+SLOW = "n = int(input())\ntotal = 0\nfor i in range(n):\n    total += i\nprint(total)\n"
+FAST = "n = int(input())\nprint(n * (n - 1) // 2)\n"
+WRONG = "n = int(input())\nprint(n * n // 2)\n"
+CRASH = "n = int(input())\nprint(n * (n - 1) // 2)\nraise SystemExit(3)\n"
+HANG = "n = int(input())\nwhile True:\n    pass\n"
+BYTES = "import sys\nsys.stdout.buffer.write(b'\\xff\\xfe\\n')\n"
+CXX_SLOW = "#include <cstdio>\nint main(){long n; scanf(\"%ld\",&n); long t=0; for(long i=0;i<n;i++) t+=i; printf(\"%ld\\n\",t);}\n"
+CXX_FAST = "#include <cstdio>\nint main(){long n; scanf(\"%ld\",&n); printf(\"%ld\\n\",n*(n-1)/2);}\n"
+SIZES = (1_500_000, 2_000_000)
+
+
+def write_pie(root: Path, rows: list[dict], references: list[dict] | None = None, sizes=SIZES, **config) -> Path:
+    """PIE's layout: generations, references, test cases and an eval config; returns the config."""
+    for problem in {ref["problem_id"] for ref in references or []} | {"p1"}:
+        folder = root / "cases" / problem
+        folder.mkdir(parents=True, exist_ok=True)
+        for index, n in enumerate(sizes):
+            (folder / f"input.{index}.txt").write_text(f"{n}\n")
+            (folder / f"output.{index}.txt").write_text(f"{n * (n - 1) // 2}\n")
+    if references is None:
+        references = [{"problem_id": "p1", "submission_id_v0": "s1", "language": "python", "input": SLOW, "target": FAST}]
+    (root / "ref.jsonl").write_text("".join(json.dumps(r) + "\n" for r in references))
+    (root / "gen.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    settings = {
+        "model_generated_outputs_path": "gen.jsonl",
+        "inputs_outputs_basepath": "cases",
+        "reference_file_path": "ref.jsonl",
+        "output_report_file_path": "out/report.jsonl",
+        "num_trials": 6,
+        "ignore_first_k": 1,
+        "max_time_per_run": 3,
+        **config,
+    }
+    path = root / "eval_config.yaml"
+    path.write_text(yaml.safe_dump(settings))
+    return path
+
+
+@pytest.fixture
+def pie(codebench):
+    def run(config: Path, *args: str):
+        return codebench("--codebench-config", str(config), *args, benchmark="pie")
+
+    return run
+
+
+def categories(run) -> dict[str, str]:
+    return {name: item["properties"]["category"] for name, item in run.items.items()}
+
+
+def test_each_candidate_gets_its_own_outcome(pytester, pie):
+    config = write_pie(pytester.path, [{"input": SLOW, "generated_answers": [FAST, SLOW, WRONG, CRASH, HANG, BYTES]}])
+    run = pie(config)
+    assert categories(run) == {
+        "p1/s1[0]": "passed",
+        "p1/s1[1]": "not_faster",  # byte-identical to the slow program
+        "p1/s1[2]": "wrong_output",
+        "p1/s1[3]": "runtime_error",  # right answer, then exit 3: wrong here, unlike PIE's sandbox
+        "p1/s1[4]": "test_timeout",
+        "p1/s1[5]": "wrong_output",  # output that is not UTF-8
+    }
+    message = {name: item["message"] for name, item in run.items.items()}
+    assert "test case 0: accuracy 0.00; first mismatch at line 1: expected '1124999250000', got '1125000000000'" in message["p1/s1[2]"]
+    assert "test case 0: exited 3" in message["p1/s1[3]"]
+    assert "test case 0: ran past 3 s" in message["p1/s1[4]"]
+    passed = run.items["p1/s1[0]"]["properties"]
+    assert passed["metric"] == "wall" and int(passed["trials"]) == 5
+    assert 1.0 < float(passed["ci_low"]) <= float(passed["speedup"]) <= float(passed["ci_high"])
+    assert float(passed["candidate_acc"]) == 1.0 and float(passed["startup_ms"]) > 0
+    run.result.stdout.fnmatch_lines(
+        ["best@1: %Correct 100.00%, %Optimized(1.10) 100.00%, %Optimized(1) 100.00%, mean speedup *x (1 rows)", "metric: wall"]
+    )
+
+
+def test_cpp_with_the_configs_cflags(pytester, pie):
+    references = [{"problem_id": "p1", "submission_id_v0": "s9", "language": "cpp", "input": CXX_SLOW, "target": CXX_FAST}]
+    rows = [{"input": CXX_SLOW, "generated_answers": [CXX_FAST, "int main( {"]}]
+    config = write_pie(pytester.path, rows, references, sizes=(50_000_000, 60_000_000), cflags="--std=c++17 -O0")
+    run = pie(config)
+    assert categories(run) == {"p1/s9[0]": "passed", "p1/s9[1]": "build_error"}
+    assert "-O0" in run.items["p1/s9[1]"]["message"]
+
+
+def test_instruction_counts_make_identical_programs_exactly_equal(pytester, pie):
+    references = [{"problem_id": "p1", "submission_id_v0": "s9", "language": "cpp", "input": CXX_SLOW, "target": CXX_FAST}]
+    config = write_pie(pytester.path, [{"input": CXX_SLOW, "generated_answers": [CXX_SLOW, CXX_FAST]}], references, sizes=(20_000, 30_000))
+    run = pie(config, "--codebench-pie-metric", "instructions")
+    identical = run.items["p1/s9[0]"]["properties"]
+    assert identical["category"] == "not_faster" and float(identical["speedup"]) == 1.0
+    assert identical["metric"] in ("instructions (perf)", "instructions (callgrind)")
+    assert run.items["p1/s9[1]"]["properties"]["category"] == "passed"
+    run.result.stdout.fnmatch_lines(["metric: instructions (*)"])
+
+
+def test_pies_report_and_the_json_report(pytester, pie):
+    config = write_pie(pytester.path, [{"input": SLOW, "generated_answers": [WRONG, FAST]}])
+    report = pytester.path / "codebench.json"
+    pie(config, "--codebench-report", str(report), "--codebench-k", "1,2")
+    (row,) = [json.loads(line) for line in (pytester.path / "out" / "report.jsonl").read_text().splitlines()]
+    assert row["input"] == SLOW and row["generated_answers"] == [WRONG, FAST]
+    assert row["generated_answers_0_acc"] == 0.0 and row["generated_answers_0_time_mean"] is None
+    assert row["generated_answers_1_acc"] == 1.0 and row["generated_answers_1_time_mean"] > 0
+    assert row["input_time_mean"] > row["generated_answers_1_time_mean"]
+    assert row["generated_answers_time_mean"] == row["generated_answers_1_time_mean"]  # the best
+    assert {"reference_time_mean", "reference_time_std", "reference_acc", "input_time_std"} <= set(row)
+    metrics = json.loads(report.read_text())["metrics"]
+    assert metrics["best@1"]["correct"] == 0.0 and metrics["best@1"]["mean_speedup"] == 1.0
+    assert metrics["best@2"]["correct"] == 100.0 and metrics["best@2"]["mean_speedup"] > 1.1
+
+
+def test_config_keys_are_pies_and_can_be_overridden(pytester, pie):
+    config = write_pie(pytester.path, [{"input": SLOW, "generated_answers": FAST}], num_trials=3)
+    (pytester.path / "bad").mkdir()
+    run = pie(write_pie(pytester.path / "bad", [], num_trails=3))
+    assert "unknown eval-config key 'num_trails'" in run.output and "Traceback" not in run.output
+    run = pie(config, "--codebench-pie", "num_trials=4 ignore_first_k=2")
+    assert run.items["p1/s1[0]"]["properties"]["trials"] == "2"  # a string candidate, 4 trials less 2
+    assert "unknown eval-config key 'trials'" in pie(config, "--codebench-pie", "trials=4").output
+
+
+def test_bad_rows_and_test_cases_are_clear_outcomes(pytester, pie):
+    references = [
+        {"problem_id": "p1", "submission_id_v0": "s1", "language": "python", "input": SLOW, "target": FAST},
+        {"problem_id": "p2", "submission_id_v0": "s2", "language": "python", "input": SLOW + "#2\n", "target": FAST},
+        {"problem_id": "p3", "submission_id_v0": "s3", "language": "python", "input": SLOW + "#3\n", "target": FAST},
+    ]
+    rows = [
+        {"input": SLOW, "generated_answers": [FAST]},
+        {"input": "print('unknown')\n", "generated_answers": [FAST]},
+        {"input": SLOW + "#2\n", "generated_answers": [FAST]},
+        {"input": SLOW + "#3\n", "generated_answers": [FAST]},
+    ]
+    config = write_pie(pytester.path, rows, references)
+    cases = pytester.path / "cases"
+    (cases / "p1" / "input.0.txt").rename(cases / "p1" / "input.5.txt")  # a gap: 1, 5
+    (cases / "p1" / "output.0.txt").rename(cases / "p1" / "output.5.txt")
+    for path in (cases / "p2").iterdir():
+        path.unlink()
+    (cases / "p2").rmdir()  # no test cases at all
+    (cases / "p3" / "output.0.txt").write_text("")  # an empty expected output
+    report = pytester.path / "report.json"
+    run = pie(config, "--codebench-report", str(report))
+    assert "Traceback" not in run.output
+    assert run.items["p1/s1[0]"]["properties"]["category"] == "passed"
+    items = {item["id"]: item for item in json.loads(report.read_text())["items"]}
+    assert "test numbering has gaps: [0, 2, 3, 4]" in items["p1/s1[0]"]["reason"]
+    assert run.items["gen.jsonl:2[0]"]["status"] == "error"
+    assert "its slow program is not in the reference file" in run.items["gen.jsonl:2[0]"]["message"]
+    assert run.items["p2/s2[0]"]["status"] == "error" and "no test-case folder" in run.items["p2/s2[0]"]["message"]
+    # The slow program itself prints output where none is expected: the row is harness trouble.
+    assert run.items["p3/s3[0]"]["status"] == "error" and "expected no output" in run.items["p3/s3[0]"]["message"]
+
+
+@pytest.mark.parametrize(
+    ("expected", "actual", "score"),
+    [("1\n2\n", "1\n2\n", 1.0), ("1.0000\n", "1.0004", 1.0), ("1.0\n", "1.01\n", 0.0), ("a\nb\n", "a\n", 0.5),
+     ("", "", 1.0), ("", "x", 0.0), ("  7 \n", "7", 1.0), ("1\n", "1\n2\n3\n", 1.0)],
+)
+def test_pies_line_rule(expected, actual, score):
+    assert accuracy(expected, actual)[0] == score
+
+
+def test_the_join_key_and_the_interval():
+    assert normalise_code("\n a\n\n\n\nb \n") == "a\n\nb"
+    speedup, low, high = bootstrap_ratio([10.0, 11.0, 9.0, 10.5], [5.0, 5.5, 4.5, 5.0])
+    assert low <= speedup <= high and speedup == pytest.approx(2.05, rel=0.02)
+    assert bootstrap_ratio([3.0], [1.5]) == (2.0, 2.0, 2.0)
