@@ -110,6 +110,7 @@ def test_pies_report_and_the_json_report(pytester, pie):
     config = write_pie(pytester.path, [{"input": SLOW, "generated_answers": [WRONG, FAST]}])
     report = pytester.path / "codebench.json"
     pie(config, "--codebench-report", str(report), "--codebench-k", "1,2")
+    # Relative to where pytest runs (here the same folder as the config).
     (row,) = [json.loads(line) for line in (pytester.path / "out" / "report.jsonl").read_text().splitlines()]
     assert row["input"] == SLOW and row["generated_answers"] == [WRONG, FAST]
     assert row["generated_answers_0_acc"] == 0.0 and row["generated_answers_0_time_mean"] is None
@@ -176,6 +177,16 @@ def test_pies_line_rule(expected, actual, score):
 
 def test_the_join_key_and_the_interval():
     assert normalise_code("\n a\n\n\n\nb \n") == "a\n\nb"
-    speedup, low, high = bootstrap_ratio([10.0, 11.0, 9.0, 10.5], [5.0, 5.5, 4.5, 5.0])
-    assert low <= speedup <= high and speedup == pytest.approx(2.05, rel=0.02)
+    speedup, low, high = bootstrap_ratio([10.0, 11.0, 9.0, 10.5, 12.0], [5.0, 5.5, 4.5, 5.0, 4.0])
+    assert speedup == 2.0 and low == 2.0 and high == 3.0  # paired ratios 2, 2, 2, 2.1, 3
     assert bootstrap_ratio([3.0], [1.5]) == (2.0, 2.0, 2.0)
+
+
+SAMPLE = Path(__file__).parents[1] / "datasets" / "pie"
+
+
+@pytest.mark.parametrize("xdist_args", [["-n", "2"]], ids=["xdist"])  # a minute of timing: once
+def test_the_bundled_sample_grades_as_expected(pie):
+    run = pie(SAMPLE / "eval_config.yaml")
+    expected = json.loads((SAMPLE / "expected.json").read_text())
+    assert categories(run) == {name: outcome["outcome"] for name, outcome in expected.items()}

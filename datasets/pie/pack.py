@@ -82,9 +82,9 @@ PROBLEMS: dict[str, dict] = {
         "title": "count inversions (n, M, seed; generated array)",
         "tests": [
             "12000 1000000000 1\n",
-            "14000 1000 42\n",
-            "15000 1000000 7\n",
-            "13000 50 3\n",
+            "13000 1000 42\n",
+            "14000 1000000 7\n",
+            "12500 50 3\n",
         ],
     },
     "p00005": {
@@ -155,7 +155,8 @@ ROWS: list[dict] = [
             ("faster-4-digits", "passed", "p00003/cand_s0000004_0.py",
              "prefix sums, prints 4 decimals (float rule: within 1e-3)"),
             ("slower", "not_faster", "p00003/cand_s0000004_1.py",
-             "statistics.mean over a slice per query (exact fractions, ~4x slower)"),
+             "walks the whole array for every query, adding the items in range "
+             "(~3x the work)"),
             ("wrong-2-digits", "wrong_output", "p00003/cand_s0000004_2.py",
              "prefix sums, prints 2 decimals (off by up to 5e-3)"),
             ("faster-repr", "passed", "p00003/cand_s0000004_3.py",
@@ -169,7 +170,7 @@ ROWS: list[dict] = [
         "target": "p00004/reference.cpp",
         "candidates": [
             ("faster", "passed", "p00004/cand_s0000005_0.cpp", "merge sort counting"),
-            ("compile-error", "compile_error", "p00004/cand_s0000005_1.cpp",
+            ("compile-error", "build_error", "p00004/cand_s0000005_1.cpp",
              "calls sort_count before it is declared"),
             ("slower", "not_faster", "p00004/cand_s0000005_2.cpp",
              "loops over all n^2 ordered pairs, keeps i < j (2x the work)"),

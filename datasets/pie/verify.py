@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Check the bundled PIE sample's expected outcomes by running every program (stdlib only).
 
-    python datasets/pie/verify.py [--repeats 3] [--python /path/to/python3]
+    python datasets/pie/verify.py [--repeats 3] [--python /path/to/python3] [--cflags "..."]
 
 Reads the generated files (reference.jsonl, generations.jsonl, expected.json, test_cases/),
 runs the slow program, the reference and every candidate on every test case (Python with
@@ -140,12 +140,13 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--python", default=sys.executable,
                         help="interpreter command for Python programs (default: this one)")
+    parser.add_argument("--cflags", help="g++ flags (default: the config's cflags)")
     args = parser.parse_args()
     python = shlex.split(args.python)
 
     cfg = load_config()
     max_time = float(cfg["max_time_per_run"])
-    cflags = shlex.split(cfg["cflags"])
+    cflags = shlex.split(args.cflags or cfg["cflags"])
     refs = [json.loads(line) for line in (HERE / "reference.jsonl").read_text().splitlines()]
     gens = [json.loads(line) for line in (HERE / "generations.jsonl").read_text().splitlines()]
     expected = json.loads((HERE / "expected.json").read_text())

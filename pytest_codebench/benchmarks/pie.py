@@ -125,18 +125,16 @@ def _same_line(expected: str, actual: str) -> bool:
 
 
 def bootstrap_ratio(slow: list[float], fast: list[float], seed: int = 0) -> tuple[float, float, float]:
-    """median(slow) / median(fast) over paired trials, and its 95% percentile bootstrap interval
-    (trials resampled as pairs, so what drifted within a trial cancels)."""
-    point = statistics.median(slow) / statistics.median(fast)
-    if len(slow) < 2:
+    """The median of the paired per-trial ratios slow / fast, and its 95% percentile bootstrap
+    interval. Within a trial the programs run side by side, so what drifts between trials
+    (load, clock, cache) cancels in each ratio."""
+    ratios = [s / f for s, f in zip(slow, fast)]
+    point = statistics.median(ratios)
+    if len(ratios) < 2:
         return point, point, point
     rng = random.Random(seed)
-    indices = range(len(slow))
-    ratios = sorted(
-        statistics.median([slow[i] for i in pick]) / statistics.median([fast[i] for i in pick])
-        for pick in (rng.choices(indices, k=len(slow)) for _ in range(BOOTSTRAP_RESAMPLES))
-    )
-    return point, ratios[int(0.025 * len(ratios))], ratios[int(0.975 * len(ratios)) - 1]
+    resampled = sorted(statistics.median(rng.choices(ratios, k=len(ratios))) for _ in range(BOOTSTRAP_RESAMPLES))
+    return point, resampled[int(0.025 * len(resampled))], resampled[int(0.975 * len(resampled)) - 1]
 
 
 class Pie(Benchmark):
@@ -189,7 +187,7 @@ class Pie(Benchmark):
         return config
 
     def _path(self, key: str) -> Path | None:
-        """A path of the config: relative to the YAML file's folder."""
+        """An input path of the config: relative to the YAML file's folder."""
         value = self.config[key]
         return None if value is None else (self.config_path.parent / value).resolve()
 
@@ -537,10 +535,11 @@ class Pie(Benchmark):
     def finish(self, results: list[dict[str, Any]]) -> None:
         """PIE's report (output_report_file_path): one JSONL row per generation row, with all
         its columns plus {tag}_time_mean, {tag}_time_std, {tag}_acc, in ms throughout."""
-        path = self._path("output_report_file_path")
         stored = self.context.stored("dataset")
-        if path is None or stored is None:
+        if not self.config["output_report_file_path"] or stored is None:
             return
+        # An output goes where pytest runs, never beside a (bundled, installed) config.
+        path = self.context.config.invocation_params.dir / self.config["output_report_file_path"]
         column = self.config["model_generated_potentially_faster_code_col"]
         by_row: dict[str, dict[int, dict[str, Any]]] = defaultdict(dict)
         for result in results:

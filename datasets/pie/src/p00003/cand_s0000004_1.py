@@ -1,5 +1,4 @@
 import sys
-from statistics import mean
 
 
 def main():
@@ -12,7 +11,11 @@ def main():
     out = []
     for t in range(q):
         l, r = int(data[3 + 2 * t]), int(data[4 + 2 * t])
-        out.append("%.6f" % mean(a[l - 1 : r]))
+        total = 0
+        for i in range(n):
+            if l - 1 <= i < r:
+                total += a[i]
+        out.append("%.6f" % (total / (r - l + 1)))
     print("\n".join(out))
 
 
