@@ -125,10 +125,11 @@ def register(parser: pytest.Parser, options: Iterable[Option], title: str | None
     group = parser.getgroup("codebench", "code-generation benchmarks (pytest-codebench)")
     for option in options:
         help = option.help if title is None else f"[{title}] {option.help}"
+        cli_help = help.replace("%", "%%")  # argparse %-formats help ("%Optimized")
         if option.flag:
-            group.addoption(option.cli, action="store_const", const="1", dest=option.dest, help=help)
+            group.addoption(option.cli, action="store_const", const="1", dest=option.dest, help=cli_help)
         else:
-            group.addoption(option.cli, dest=option.dest, metavar=option.metavar, help=help)
+            group.addoption(option.cli, dest=option.dest, metavar=option.metavar, help=cli_help)
         # Registered as strings and parsed by the option itself, so ini files and
         # environment variables spell values the same way the command line does.
         parser.addini(option.ini, help, default=None)

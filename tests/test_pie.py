@@ -74,6 +74,7 @@ def test_each_candidate_gets_its_own_outcome(pytester, pie):
         "p1/s1[5]": "wrong_output",  # output that is not UTF-8
     }
     message = {name: item["message"] for name, item in run.items.items()}
+    assert "byte-identical to the slow program: no edit" in message["p1/s1[1]"]
     assert "test case 0: accuracy 0.00; first mismatch at line 1: expected '1124999250000', got '1125000000000'" in message["p1/s1[2]"]
     assert "test case 0: exited 3" in message["p1/s1[3]"]
     assert "test case 0: ran past 3 s" in message["p1/s1[4]"]
@@ -96,12 +97,14 @@ def test_cpp_with_the_configs_cflags(pytester, pie):
 
 
 def test_instruction_counts_make_identical_programs_exactly_equal(pytester, pie):
-    references = [{"problem_id": "p1", "submission_id_v0": "s9", "language": "cpp", "input": CXX_SLOW, "target": CXX_FAST}]
-    config = write_pie(pytester.path, [{"input": CXX_SLOW, "generated_answers": [CXX_SLOW, CXX_FAST]}], references, sizes=(20_000, 30_000))
+    # The reference is byte-identical to the slow program; the first candidate differs by a comment.
+    references = [{"problem_id": "p1", "submission_id_v0": "s9", "language": "cpp", "input": CXX_SLOW, "target": CXX_SLOW}]
+    rows = [{"input": CXX_SLOW, "generated_answers": [CXX_SLOW + "// unchanged\n", CXX_FAST]}]
+    config = write_pie(pytester.path, rows, references, sizes=(20_000, 30_000))
     run = pie(config, "--codebench-pie-metric", "instructions")
-    identical = run.items["p1/s9[0]"]["properties"]
-    assert identical["category"] == "not_faster" and float(identical["speedup"]) == 1.0
-    assert identical["metric"] in ("instructions (perf)", "instructions (callgrind)")
+    same = run.items["p1/s9[0]"]["properties"]
+    assert same["category"] == "not_faster" and float(same["speedup"]) == 1.0 and float(same["reference_speedup"]) == 1.0
+    assert same["metric"] in ("instructions (perf)", "instructions (callgrind)")
     assert run.items["p1/s9[1]"]["properties"]["category"] == "passed"
     run.result.stdout.fnmatch_lines(["metric: instructions (*)"])
 

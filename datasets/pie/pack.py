@@ -34,7 +34,7 @@ language: python
 num_problems_to_evaluate: -1
 num_trials: 5
 ignore_first_k: 1
-max_time_per_run: 2
+max_time_per_run: 5
 temp_dir: null
 model_generated_potentially_faster_code_col: generated_answers
 slow_code_col: input

@@ -365,6 +365,10 @@ class Pie(Benchmark):
                     return verdict
                 if program.tag == "input":
                     raise DatasetError(case.record["tests"], f"the slow program itself fails: {verdict.reason}")
+        if (case.solution or {})["code"] == case.record["slow"]:
+            # No edit at all: nothing to measure, and a measurement could only add noise.
+            figures = {"metric": "none (identical)", "speedup": 1.0, "ci_low": 1.0, "ci_high": 1.0, "candidate_acc": 1.0}
+            return Verdict(Outcome.NOT_FASTER, "byte-identical to the slow program: no edit", figures=figures, logs=logs)
         if self.settings["pie-metric"] == "instructions":
             figures = self._count(programs, tests, workspace, runner, max_time)
         else:
@@ -450,9 +454,12 @@ class Pie(Benchmark):
         startup = totals.pop("startup", [0.0] * len(totals["input"]))
         # Interpreter start-up is the same for every program: measured apart, taken out.
         net = {tag: [max(t - s, 1e-3) for t, s in zip(times, startup)] for tag, times in totals.items()}
-        speedup, low, high = bootstrap_ratio(net["input"], net["candidate"])
-        figures: dict[str, float | str] = {"metric": "wall", "trials": len(startup), "speedup": round(speedup, 4),
-                                           "ci_low": round(low, 4), "ci_high": round(high, 4)}
+        figures: dict[str, float | str] = {"metric": "wall", "trials": len(startup)}
+        for tag, prefix in (("candidate", ""), ("reference", "reference_")):
+            if tag in net:
+                speedup, low, high = bootstrap_ratio(net["input"], net[tag])
+                figures.update({f"{prefix}speedup": round(speedup, 4), f"{prefix}ci_low": round(low, 4),
+                                f"{prefix}ci_high": round(high, 4)})
         if language == "python":
             figures["startup_ms"] = round(statistics.median(startup) / len(tests), 3)
         for tag, times in net.items():
@@ -480,8 +487,10 @@ class Pie(Benchmark):
             startup = self._instructions(counter, self._command(None, None, counter=counter), workspace, runner, max_time)
             figures["startup_instructions"] = startup
             counts = {tag: max(count - startup * len(tests), 1.0) for tag, count in counts.items()}
-        speedup = counts["input"] / counts["candidate"]
-        figures.update({"speedup": speedup, "ci_low": speedup, "ci_high": speedup})
+        for tag, prefix in (("candidate", ""), ("reference", "reference_")):
+            if tag in counts:
+                ratio = counts["input"] / counts[tag]
+                figures.update({f"{prefix}speedup": ratio, f"{prefix}ci_low": ratio, f"{prefix}ci_high": ratio})
         figures.update({f"{tag}_instructions": count for tag, count in counts.items()})
         return figures
 
