@@ -9,7 +9,7 @@ runs the slow program, the reference and every candidate on every test case (Pyt
 5 s kill timeout, interleaving the programs of a row on each repeat. Per test the median
 wall time over the repeats is kept (interpreter start-up included). Then, per candidate:
 
-  compile_error   g++ fails
+  build_error     g++ fails
   test_timeout    some test runs past max_time_per_run (2 s)
   runtime_error   some test exits non-zero (whatever it printed)
   wrong_output    some test fails PIE's line rule (lines equal, or both floats within 1e-3)
@@ -115,7 +115,7 @@ class Program:
 
     def outcome(self, tests: list[tuple[str, str]], max_time: float) -> tuple[str, str]:
         if self.compile_error:
-            return "compile_error", self.compile_error
+            return "build_error", self.compile_error
         for i in range(len(tests)):
             if any(rc is None or t > max_time for t, rc, _ in self.runs[i]):
                 return "test_timeout", f"test {i}: > {max_time:g} s"
