@@ -206,3 +206,12 @@ def test_public_container_fixtures(pytester):
     assert outcomes.get("passed", 0) + outcomes.get("skipped", 0) == 2 and "failed" not in outcomes
     if outcomes.get("skipped"):  # no GPU for containers here: the reason says so
         result.stdout.fnmatch_lines(["*SKIPPED*test_public_container_fixtures.py:7: *GPU*"])
+
+
+def test_pie_grades_in_its_own_image(pytester, codebench, engine):
+    from test_pie import FAST, SLOW, WRONG, write_pie
+
+    config = write_pie(pytester.path, [{"input": SLOW, "generated_answers": [FAST, WRONG]}], num_trials=3)
+    run = codebench("--codebench-config", str(config), *DOCKER, benchmark="pie")
+    assert categories(run) == {"p1/s1[0]": "passed", "p1/s1[1]": "wrong_output"}
+    assert leftovers(engine, pytester) == []

@@ -145,7 +145,11 @@ class Pie(Benchmark):
         Option("pie", "Override keys of the eval config: 'num_trials=5 cflags=-O3'.", default={}, parse=_overrides, metavar="KEY=VALUE ..."),
         Option("min-speedup", "Speedup a candidate needs to pass (1.10 is PIE's %Optimized bar).", default=1.0, parse=float, metavar="X"),
         Option("pie-metric", "What is compared: wall time, or user-space instructions.", default="wall", metavar="wall|instructions"),
-        Option("python", "Python interpreter for Python programs.", default=sys.executable, metavar="PATH"),
+        Option(
+            "python",
+            "Python interpreter for Python programs (default: this one; python3 in a container).",
+            metavar="PATH",
+        ),
         Option("cxx", "C++ compiler.", default="g++", metavar="PATH"),
         Option("pie-memory", "Address-space limit of a program, in MiB.", default=2048, parse=int, metavar="MIB"),
     )
@@ -154,6 +158,8 @@ class Pie(Benchmark):
         super().__init__(context)
         if self.settings["pie-metric"] not in ("wall", "instructions"):
             raise HarnessError(f"--codebench-pie-metric: {self.settings['pie-metric']!r} is not wall or instructions")
+        local = self.settings["runner"] == "local"
+        self.python = self.settings["python"] or (sys.executable if local else "python3")
 
     # -- configuration -----------------------------------------------------------------------------
 
@@ -389,10 +395,10 @@ class Pie(Benchmark):
         """The shell command running ``program`` (None: the bare interpreter) on test ``test``
         (stdin), pinned to this worker's core, under the address-space limit and ``counter``."""
         if program is None:
-            run = f"{self.settings['python']} -c pass"
+            run = f"{self.python} -c pass"
         else:
             where = path or (program.source if program.language == "python" else program.binary)
-            run = f"{self.settings['python']} {where}" if program.language == "python" else f"./{where}"
+            run = f"{self.python} {where}" if program.language == "python" else f"./{where}"
         stdin = f" < tests/input.{test}.txt" if test is not None else ""
         # valgrind reserves more address space than the program it runs: no limit under it.
         limit = "" if counter else f"ulimit -v {self.settings['pie-memory'] * 1024}; "
