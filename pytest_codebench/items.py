@@ -36,8 +36,13 @@ class DatasetFile(pytest.File):
         # Read and verified by one process of the run; the other xdist workers read its result.
         loaded = self.benchmark.context.once("dataset", lambda: self.benchmark.load().to_json())
         self.dataset = Dataset.from_json(loaded)
+        shared = None
         for case in self.dataset.cases:
-            yield CodebenchItem.from_parent(self, name=case.id, callobj=_judge, case=case)
+            item = CodebenchItem.from_parent(self, name=case.id, callobj=_judge, case=case, fixtureinfo=shared)
+            # Every item here has the same function and place, so the same fixture closure:
+            # resolve it once, as pytest does for the items of one parametrized function.
+            shared = item._fixtureinfo
+            yield item
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException]) -> Any:
         # Bad data is the user's to fix: the message says where, a traceback would only distract.

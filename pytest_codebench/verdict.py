@@ -41,11 +41,6 @@ class Outcome(enum.StrEnum):
             return Status(self.value)
         return Status.FAILED
 
-    @property
-    def graded(self) -> bool:
-        """Whether this outcome says something about the model (passed or failed)."""
-        return self.status in (Status.PASSED, Status.FAILED)
-
 
 @dataclasses.dataclass(frozen=True)
 class Verdict:

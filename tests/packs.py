@@ -60,7 +60,7 @@ def jsonl(records: list[Any]) -> bytes:
 def write_problems(path: Path, problems: list[dict[str, Any]], release: str = "test-1", **metadata: Any) -> Path:
     """A problems datapack; ``metadata`` overrides metadata.json fields (e.g. task_id_hashes)."""
     lines = jsonl(problems)
-    hashes = {p["task_id"]: hashlib.md5(line + b"\n").hexdigest() for p, line in zip(problems, lines.splitlines())}
+    hashes = {p["task_id"]: hashlib.md5(line + b"\n").hexdigest() for p, line in zip(problems, lines.splitlines(), strict=True)}
     meta = {"release": release, "total_count": len(problems), "created_at": "2026-11-22T00:00:00Z",
             "description": "test pack", "task_id_hashes": hashes, **metadata}
     return write_archive(path, {"metadata.json": json.dumps(meta).encode(), "problems.jsonl": lines})

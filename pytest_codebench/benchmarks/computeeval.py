@@ -16,7 +16,7 @@ import os
 import re
 from collections import defaultdict
 from collections.abc import Iterator
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 from .. import cuda
@@ -240,7 +240,7 @@ class ComputeEval(Benchmark):
         files = (case.solution or {}).get("files", [])
         try:
             paths = guarded_paths([f["path"] for f in files], [path for path, _ in tests])
-            for path, entry in zip(paths, files):
+            for path, entry in zip(paths, files, strict=True):
                 write_file(workspace, path, entry["content"])
         except UnsafePath as exc:
             rejected = f"solution file {exc}"

@@ -29,6 +29,7 @@ from ..benchmark import Benchmark, Case, Dataset, RunContext, Summary
 from ..errors import DatasetError, HarnessError
 from ..options import Option
 from ..records import read_jsonl, sha256_file
+from ..reporting import graded
 from ..runners import Runner, RunResult
 from ..verdict import Outcome, Verdict
 
@@ -128,7 +129,7 @@ def bootstrap_ratio(slow: list[float], fast: list[float], seed: int = 0) -> tupl
     """The median of the paired per-trial ratios slow / fast, and its 95% percentile bootstrap
     interval. Within a trial the programs run side by side, so what drifts between trials
     (load, clock, cache) cancels in each ratio."""
-    ratios = [s / f for s, f in zip(slow, fast)]
+    ratios = [s / f for s, f in zip(slow, fast, strict=True)]
     point = statistics.median(ratios)
     if len(ratios) < 2:
         return point, point, point
@@ -459,7 +460,7 @@ class Pie(Benchmark):
             raise DatasetError(self.config_path, "ignore_first_k drops every trial", field="ignore_first_k")
         startup = totals.pop("startup", [0.0] * len(totals["input"]))
         # Interpreter start-up is the same for every program: measured apart, taken out.
-        net = {tag: [max(t - s, 1e-3) for t, s in zip(times, startup)] for tag, times in totals.items()}
+        net = {tag: [max(t - s, 1e-3) for t, s in zip(times, startup, strict=True)] for tag, times in totals.items()}
         figures: dict[str, float | str] = {"metric": "wall", "trials": len(startup)}
         for tag, prefix in (("candidate", ""), ("reference", "reference_")):
             if tag in net:
@@ -599,7 +600,7 @@ def _rows(results: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
     """Graded candidates by generation row, in candidate order (harness errors and skips left out)."""
     rows: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for result in sorted(results, key=lambda r: r["sample"]):
-        if result["status"] in ("passed", "failed"):
+        if graded(result):
             rows[result["task_id"]].append(result)
     return rows
 
