@@ -109,6 +109,14 @@ def test_instruction_counts_make_identical_programs_exactly_equal(pytester, pie)
     run.result.stdout.fnmatch_lines(["metric: instructions (*)"])
 
 
+def test_a_broken_reference_is_reported_not_timed(pytester, pie):
+    references = [{"problem_id": "p1", "submission_id_v0": "s1", "language": "python", "input": SLOW, "target": CRASH}]
+    run = pie(write_pie(pytester.path, [{"input": SLOW, "generated_answers": [FAST]}], references))
+    properties = run.items["p1/s1[0]"]["properties"]
+    assert properties["category"] == "passed"
+    assert float(properties["reference_acc"]) == 0.0 and "reference_speedup" not in properties
+
+
 def test_pies_report_and_the_json_report(pytester, pie):
     config = write_pie(pytester.path, [{"input": SLOW, "generated_answers": [WRONG, FAST]}])
     report = pytester.path / "codebench.json"

@@ -365,13 +365,15 @@ class Pie(Benchmark):
                         return _failed(Outcome.BUILD_ERROR, "compile error", result, logs)
                     raise DatasetError(case.record["tests"], f"the {program.tag} program does not compile:\n{result.tail(10)}")
         accuracies: dict[str, float] = {}
-        for program in programs:
+        for program in list(programs):
             verdict, accuracies[program.tag] = self._check(program, tests, workspace, runner, max_time, case, logs)
-            if verdict is not None:
-                if program.tag == "candidate":
-                    return verdict
-                if program.tag == "input":
-                    raise DatasetError(case.record["tests"], f"the slow program itself fails: {verdict.reason}")
+            if verdict is None:
+                continue
+            if program.tag == "input":
+                raise DatasetError(case.record["tests"], f"the slow program itself fails: {verdict.reason}")
+            if program.tag == "candidate":
+                return verdict
+            programs.remove(program)  # a reference that fails keeps its accuracy, and is not timed
         if (case.solution or {})["code"] == case.record["slow"]:
             # No edit at all: nothing to measure, and a measurement could only add noise.
             figures = {"metric": "none (identical)", "speedup": 1.0, "ci_low": 1.0, "ci_high": 1.0, "candidate_acc": 1.0}
