@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .runners import RunResult
 
 
 class Status(enum.StrEnum):
@@ -57,6 +60,11 @@ class Verdict:
     output_tail: str = ""
     figures: dict[str, float | str] = dataclasses.field(default_factory=dict)
     logs: dict[str, str] = dataclasses.field(default_factory=dict)
+
+    @classmethod
+    def of_run(cls, outcome: Outcome, reason: str, result: RunResult, **fields: Any) -> Verdict:
+        """The verdict on a command's run: its command, exit code and the tail of its output."""
+        return cls(outcome, reason, command=result.command, exit_code=result.exit_code, output_tail=result.tail(), **fields)
 
     def describe(self) -> str:
         """The failure text: category, command, exit code, then the tail of the output."""

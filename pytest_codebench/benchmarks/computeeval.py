@@ -282,7 +282,7 @@ class ComputeEval(Benchmark):
             if not result.ok:
                 outcome = Outcome.BUILD_TIMEOUT if result.timed_out else Outcome.BUILD_ERROR
                 reason = f"build exceeded {timeout:g} s" if result.timed_out else "build failed"
-                return _verdict(outcome, reason, result, figures, logs)
+                return Verdict.of_run(outcome, reason, result, figures=figures, logs=logs)
 
         gpus = machine["gpu"].get("gpus") or []
         if not gpus and not self.settings["run-without-gpu"]:
@@ -300,12 +300,12 @@ class ComputeEval(Benchmark):
         result: RunResult, have_gpu: bool, figures: dict[str, float], logs: dict[str, str], timeout: float
     ) -> Verdict:
         if result.timed_out:
-            return _verdict(Outcome.TEST_TIMEOUT, f"test exceeded {timeout:g} s", result, figures, logs)
+            return Verdict.of_run(Outcome.TEST_TIMEOUT, f"test exceeded {timeout:g} s", result, figures=figures, logs=logs)
         no_gpu = NO_GPU_OUTPUT.search(result.output)
         if result.exit_code != 0 and no_gpu:
             # Never the model's failure: the test could not reach a GPU.
             if have_gpu:
-                return _verdict(Outcome.ERROR, f"the test could not use the GPU: {no_gpu.group(0)}", result, figures, logs)
+                return Verdict.of_run(Outcome.ERROR, f"the test could not use the GPU: {no_gpu.group(0)}", result, figures=figures, logs=logs)
             return Verdict(Outcome.SKIPPED, f"no usable CUDA GPU; the test reported {no_gpu.group(0)!r}", figures=figures, logs=logs)
         if result.exit_code == SKIP_EXIT_CODE:
             return Verdict(Outcome.SKIPPED, f"the test exited {SKIP_EXIT_CODE} (skipped)", figures=figures, logs=logs)
@@ -315,7 +315,7 @@ class ComputeEval(Benchmark):
             return Verdict(Outcome.SKIPPED, f"the test skipped itself: {line}", figures=figures, logs=logs)
         if result.exit_code == 0:
             return Verdict(Outcome.PASSED, figures=figures, logs=logs)
-        return _verdict(Outcome.TEST_FAILED, "test failed", result, figures, logs)
+        return Verdict.of_run(Outcome.TEST_FAILED, "test failed", result, figures=figures, logs=logs)
 
     # -- the machine ----------------------------------------------------------------------------
 
@@ -401,18 +401,6 @@ class ComputeEval(Benchmark):
             metrics={**overall, "groups": groups},
             score=None if pass1 is None else 100 * pass1,
         )
-
-
-def _verdict(outcome: Outcome, reason: str, result: RunResult, figures: dict[str, float], logs: dict[str, str]) -> Verdict:
-    return Verdict(
-        outcome,
-        reason,
-        command=result.command,
-        exit_code=result.exit_code,
-        output_tail=result.tail(),
-        figures=figures,
-        logs=logs,
-    )
 
 
 def _pass_at_ks(results: list[dict[str, Any]], ks: list[int]) -> dict[str, Any]:

@@ -362,7 +362,7 @@ class Pie(Benchmark):
                 if not result.ok:
                     logs[f"{program.tag}-compile"] = self.context.write_log(case, f"{program.tag}-compile", result)
                     if program.tag == "candidate":
-                        return _failed(Outcome.BUILD_ERROR, "compile error", result, logs)
+                        return self._failed(Outcome.BUILD_ERROR, "compile error", result, logs)
                     raise DatasetError(case.record["tests"], f"the {program.tag} program does not compile:\n{result.tail(10)}")
         accuracies: dict[str, float] = {}
         for program in list(programs):
@@ -415,6 +415,10 @@ class Pie(Benchmark):
         core = int(worker[2:]) % (os.cpu_count() or 1) if worker.startswith("gw") else int(self.config["cpu_number"])
         return f"taskset --cpu-list {core} "
 
+    @staticmethod
+    def _failed(outcome: Outcome, reason: str, result: RunResult, logs: dict[str, str]) -> Verdict:
+        return Verdict.of_run(outcome, reason, result, logs=dict(logs), figures={"candidate_acc": 0.0})
+
     def _check(
         self, program: Program, tests: list[int], workspace: Path, runner: Runner, max_time: float, case: Case, logs: dict[str, str]
     ) -> tuple[Verdict | None, float]:
@@ -425,16 +429,16 @@ class Pie(Benchmark):
             where = f"test case {test}"
             if result.timed_out:
                 logs[program.tag] = self.context.write_log(case, program.tag, result)
-                return _failed(Outcome.TEST_TIMEOUT, f"{where}: ran past {max_time:g} s", result, logs), 0.0
+                return self._failed(Outcome.TEST_TIMEOUT, f"{where}: ran past {max_time:g} s", result, logs), 0.0
             if result.exit_code != 0:
                 logs[program.tag] = self.context.write_log(case, program.tag, result)
-                return _failed(Outcome.RUNTIME_ERROR, f"{where}: exited {result.exit_code}", result, logs), 0.0
+                return self._failed(Outcome.RUNTIME_ERROR, f"{where}: exited {result.exit_code}", result, logs), 0.0
             expected = (workspace / "tests" / f"output.{test}.txt").read_text(errors="replace")
             score, mismatch = accuracy(expected, result.output)
             scores.append(score)
             if score < 1.0:
                 logs[program.tag] = self.context.write_log(case, program.tag, result)
-                verdict = _failed(Outcome.WRONG_OUTPUT, f"{where}: accuracy {score:.2f}; first mismatch at {mismatch}", result, logs)
+                verdict = self._failed(Outcome.WRONG_OUTPUT, f"{where}: accuracy {score:.2f}; first mismatch at {mismatch}", result, logs)
                 return verdict, statistics.mean(scores)
         return None, 1.0
 
@@ -591,11 +595,6 @@ def _columns(tag: str, figures: dict[str, Any], source: str) -> dict[str, Any]:
         f"{tag}_time_std": figures.get(f"{source}_time_std"),
         f"{tag}_acc": figures.get(f"{source}_acc", 0.0 if figures else None),
     }
-
-
-def _failed(outcome: Outcome, reason: str, result: RunResult, logs: dict[str, str]) -> Verdict:
-    return Verdict(outcome, reason, command=result.command, exit_code=result.exit_code,
-                   output_tail=result.tail(), logs=dict(logs), figures={"candidate_acc": 0.0})
 
 
 def _rows(results: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
