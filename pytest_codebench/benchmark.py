@@ -139,6 +139,10 @@ class Benchmark(abc.ABC):
         (a corrupt archive); a bad record becomes a case with ``error`` set instead.
         """
 
+    def marks(self, case: Case) -> list[pytest.MarkDecorator]:
+        """Marks for the case's item (``xdist_group``...), beside ``codebench`` and ``timeout``."""
+        return []
+
     def prepare(self, case: Case, workspace: Path) -> str | None:
         """Write the case's files into the empty ``workspace``.
 

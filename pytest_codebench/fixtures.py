@@ -13,6 +13,7 @@ from typing import Any, NoReturn, TypeVar
 import pytest
 
 from .benchmark import Case, RunContext, slug
+from .checkout import Mirror, resolve_url
 from .errors import DatasetError, HarnessError
 from .once import LOCK_DIR, SlotPool
 from .options import Settings
@@ -113,6 +114,62 @@ def codebench_verdict(
     if verdict.outcome is Outcome.ERROR:
         pytest.fail(verdict.describe(), pytrace=False)
     return verdict
+
+
+SCORCH_URL = "https://github.com/bobbyyyan/scorch.git"
+
+
+@dataclasses.dataclass(frozen=True)
+class Checkout:
+    """A clean work tree of ``url`` at ``commit`` (a full SHA), in ``path``."""
+
+    path: Path
+    url: str
+    commit: str
+
+
+def _checkout(request: pytest.FixtureRequest, tmp_path: Path, default_url: str | None) -> Iterator[Checkout]:
+    settings = request.config.stash[SETTINGS_KEY]
+    marker = request.node.get_closest_marker("codebench_repo")
+    given = dict(zip(("url", "commit"), marker.args, strict=False)) | marker.kwargs if marker else {}
+    record = getattr(request.node, "case", None) and request.node.case.record
+    commit = given.get("commit") or (record or {}).get("base_commit") or "HEAD"
+    # A relative path is relative to where pytest started (the option), to the dataset (a
+    # task's repo_url) or to the rootdir (a marker).
+    session = request.config.stash.get(STATE_KEY, None)
+    if settings["repo"]:
+        url = resolve_url(settings["repo"], request.config.invocation_params.dir)
+    elif given.get("url"):
+        url = resolve_url(given["url"], request.config.rootpath)
+    elif record and session is not None:
+        url = resolve_url(record["repo_url"], session.dataset_path.parent)
+    elif default_url:
+        url = default_url
+    else:
+        pytest.fail("codebench_checkout needs a repository: @pytest.mark.codebench_repo(URL, COMMIT) or --codebench-repo", pytrace=False)
+    mirror = Mirror(url, Path(settings["cache-dir"]))
+    path = tmp_path / "checkout"
+    sha = _harness(lambda: mirror.worktree(commit, path))
+    try:
+        yield Checkout(path, mirror.url, sha)
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+def codebench_checkout(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Checkout]:
+    """A clean work tree of a repository at a commit, ready to patch: the item's task
+    (``repo_url``, ``base_commit``), or ``@pytest.mark.codebench_repo(URL, COMMIT)`` on your
+    own test; ``--codebench-repo`` overrides the URL. Cloned from a mirror in
+    ``--codebench-cache-dir`` fetched once per machine; removed after the test."""
+    yield from _checkout(request, tmp_path, None)
+
+
+@pytest.fixture
+def scorch_checkout(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Checkout]:
+    """``codebench_checkout`` of the Scorch repository (TensorBench's), at the task's base
+    commit, the ``codebench_repo`` marker's commit, or the head of its default branch."""
+    yield from _checkout(request, tmp_path, SCORCH_URL)
 
 
 @dataclasses.dataclass(frozen=True)

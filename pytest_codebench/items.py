@@ -64,6 +64,8 @@ class CodebenchItem(pytest.Function):
             # pytest-timeout is the backstop against a hung harness step, not the grader's
             # clock: the benchmark's own timeouts fire first and give the precise outcome.
             self.add_marker(pytest.mark.timeout(case.timeout))
+        for mark in parent.benchmark.marks(case):
+            self.add_marker(mark)
 
     def reportinfo(self) -> tuple[Any, int, str]:
         return self.path, self.case.line, self.case.id

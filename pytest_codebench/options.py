@@ -60,6 +60,11 @@ class Option:
         return self.ini
 
 
+def _default_cache_dir() -> str:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "pytest-codebench")
+
+
 def bool_option(name: str, help: str) -> Option:
     return Option(name, help, default=False, parse=_bool, flag=True)
 
@@ -118,6 +123,17 @@ CORE_OPTIONS: tuple[Option, ...] = (
         metavar="N",
     ),
     bool_option("keep-workspaces", "Keep each item's workspace after grading."),
+    Option(
+        "cache-dir",
+        "What is reused across runs on this machine: git mirrors, environments, compiler caches.",
+        default=_default_cache_dir(),
+        metavar="DIR",
+    ),
+    Option(
+        "repo",
+        "Clone this URL or path instead of the tasks' own repository URL (a local mirror; offline).",
+        metavar="URL_OR_PATH",
+    ),
 )
 
 

@@ -44,6 +44,9 @@ def pytest_codebench_probe_gpus(config: pytest.Config) -> dict[str, Any]:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "codebench(benchmark): an item graded by pytest-codebench")
+    config.addinivalue_line(
+        "markers", "codebench_repo(url, commit='HEAD'): the repository codebench_checkout clones for this test"
+    )
     config.pluginmanager.register(fixtures, "codebench-fixtures")
     settings = Settings(config, [option for _, options in _all_options() for option in options])
     config.stash[fixtures.SETTINGS_KEY] = settings

@@ -43,6 +43,48 @@ def read_jsonl(label: str, data: bytes) -> Iterator[Line]:
         yield Line(number, raw, value, None)
 
 
+def read_records(label: str, data: bytes) -> Iterator[Line]:
+    """The objects of a JSON array, or of JSON lines, each with the line it starts on.
+
+    One bad element of an array becomes a line with an error; an array that is not valid
+    JSON cannot be split into records and raises :class:`DatasetError` for the whole file."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise DatasetError(label, f"not UTF-8 ({exc})") from None
+    start = len(text) - len(text.lstrip())
+    if not text.startswith("[", start):
+        yield from read_jsonl(label, data)
+        return
+    decoder = json.JSONDecoder()
+    position = start + 1
+    try:
+        while True:
+            position = _skip_space(text, position)
+            if text.startswith("]", position):
+                break
+            value, end = decoder.raw_decode(text, position)
+            number = text.count("\n", 0, position) + 1
+            raw = text[position:end].encode()
+            if isinstance(value, dict):
+                yield Line(number, raw, value, None)
+            else:
+                yield Line(number, raw, None, DatasetError(label, "not a JSON object", line=number))
+            position = _skip_space(text, end)
+            if text.startswith(",", position):
+                position += 1
+            elif not text.startswith("]", position):
+                raise json.JSONDecodeError("expected ',' or ']'", text, position)
+    except json.JSONDecodeError as exc:
+        raise DatasetError(label, f"not a valid JSON array ({exc.msg})", line=exc.lineno) from None
+
+
+def _skip_space(text: str, position: int) -> int:
+    while position < len(text) and text[position] in " \t\r\n":
+        position += 1
+    return position
+
+
 def require(
     record: dict[str, Any],
     field: str,

@@ -27,6 +27,9 @@ class Outcome(enum.StrEnum):
 
     PASSED = "passed"
     INVALID_SOLUTION = "invalid_solution"
+    EMPTY_PATCH = "empty_patch"
+    PATCH_FAILED = "patch_failed"
+    SETUP_FAILED = "setup_failed"
     MISSING_API = "missing_api"
     BUILD_ERROR = "build_error"
     BUILD_TIMEOUT = "build_timeout"
@@ -35,6 +38,7 @@ class Outcome(enum.StrEnum):
     WRONG_OUTPUT = "wrong_output"
     RUNTIME_ERROR = "runtime_error"
     NOT_FASTER = "not_faster"
+    VACUOUS_TESTS = "vacuous_tests"
     SKIPPED = "skipped"
     ERROR = "error"
 

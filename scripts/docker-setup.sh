@@ -30,7 +30,13 @@ if ! docker image inspect "$base" >/dev/null 2>&1; then
     root=$(mktemp -d)
     debootstrap --variant=minbase bookworm "$root" >/tmp/codebench-debootstrap.log 2>&1 \
         || { tail -20 /tmp/codebench-debootstrap.log; exit 1; }
-    tar -C "$root" -c . | docker import - "$base" >/dev/null
+    # The host's trust goes with it: where a proxy re-signs TLS (as on CI machines), pip in
+    # the images can still reach the package index. Users' images (python:3.11-slim) need none.
+    mkdir -p "$root/etc/codebench"
+    cp /etc/ssl/certs/ca-certificates.crt "$root/etc/codebench/host-ca.pem"
+    tar -C "$root" -c . | docker import \
+        --change "ENV PIP_CERT=/etc/codebench/host-ca.pem SSL_CERT_FILE=/etc/codebench/host-ca.pem" \
+        - "$base" >/dev/null
     rm -rf "$root"
 fi
 echo "$base"

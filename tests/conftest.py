@@ -1,12 +1,16 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+import docker
+import packs
 
 from pytest_codebench.benchmark import RunContext
 
@@ -69,3 +73,17 @@ def run_context(tmp_path: Path) -> RunContext:
     """What a runner needs of a run, for using one directly (outside a pytest run of its own)."""
     settings = {"output-limit": 1000, "env": []}
     return RunContext(config=None, settings=settings, run_dir=tmp_path / "run", lock_dir=tmp_path / "locks", workers=1)  # type: ignore[arg-type]
+
+
+@pytest.fixture(scope="module")
+def engine() -> docker.DockerClient:
+    try:
+        client = docker.from_env(version="auto")
+        client.ping()
+        client.images.get(packs.DOCKER_BASE)
+    except Exception as exc:  # noqa: BLE001 - any reason the engine cannot serve
+        reason = f"no Docker engine with the base image {packs.DOCKER_BASE} ({exc}); run scripts/docker-setup.sh"
+        if os.environ.get("CODEBENCH_REQUIRE_DOCKER"):
+            pytest.fail(reason)
+        pytest.skip(reason)
+    return client

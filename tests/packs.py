@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import os
 import tarfile
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,9 @@ int main(void) {
 """
 RIGHT = "#include \"add.h\"\nint add(int a, int b) { return a + b; }\n"
 WRONG = "#include \"add.h\"\nint add(int a, int b) { return a - b; }\n"
+
+# The base image the Docker tests build on (scripts/docker-setup.sh makes it).
+DOCKER_BASE = os.environ.get("CODEBENCH_DOCKER_BASE", "codebench-base:bookworm")
 
 
 def problem(task_id: str, **fields: Any) -> dict[str, Any]:

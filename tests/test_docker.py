@@ -11,23 +11,12 @@ import docker
 import packs
 import pytest
 
-BASE = os.environ.get("CODEBENCH_DOCKER_BASE", "codebench-base:bookworm")
+BASE = packs.DOCKER_BASE
 DOCKER = ["--codebench-runner", "docker", "--codebench-docker-base", BASE]
 FORCE = "--codebench-run-without-gpu"
 
 
-@pytest.fixture(scope="module", autouse=True)
-def engine() -> docker.DockerClient:
-    try:
-        client = docker.from_env(version="auto")
-        client.ping()
-        client.images.get(BASE)
-    except Exception as exc:  # noqa: BLE001 - any reason the engine cannot serve
-        reason = f"no Docker engine with the base image {BASE} ({exc}); run scripts/docker-setup.sh"
-        if os.environ.get("CODEBENCH_REQUIRE_DOCKER"):
-            pytest.fail(reason)
-        pytest.skip(reason)
-    return client
+pytestmark = pytest.mark.usefixtures("engine")
 
 
 def dataset(pytester: pytest.Pytester, *problems: dict, solutions: list[dict] | None = None) -> list[str]:

@@ -22,11 +22,10 @@ from typing import Any
 from .. import cuda
 from ..benchmark import Benchmark, Case, Dataset, RunContext, Summary
 from ..errors import DatasetError
-from ..metrics import pass_at_k
+from ..metrics import describe_pass_at_k, pass_at_ks
 from ..once import SlotPool
 from ..options import bool_option
 from ..records import Line, archive_members, file_list, is_archive, optional, read_jsonl, require, sha256_file
-from ..reporting import graded
 from ..runners import Runner, RunResult
 from ..sourcecode import missing_references
 from ..verdict import Outcome, Verdict
@@ -384,15 +383,15 @@ class ComputeEval(Benchmark):
 
     def summarize(self, results: list[dict[str, Any]]) -> Summary:
         ks = self.settings["k"]
-        overall = _pass_at_ks(results, ks)
-        lines = [_describe("all problems:", overall)]
+        overall = pass_at_ks(results, ks)
+        lines = [describe_pass_at_k("all problems:", overall)]
         groups: dict[str, Any] = {}
         by_group: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for result in results:
             by_group[result.get("group") or "(no group)"].append(result)
         for group, members in sorted(by_group.items()):
-            groups[group] = _pass_at_ks(members, ks)
-            lines.append(_describe(f"  {group}:", groups[group]))
+            groups[group] = pass_at_ks(members, ks)
+            lines.append(describe_pass_at_k(f"  {group}:", groups[group]))
         if overall["excluded"]:
             lines.append("left out of pass@k (no graded sample): " + ", ".join(overall["excluded"]))
         pass1 = overall["pass@k"].get("1")
@@ -401,41 +400,3 @@ class ComputeEval(Benchmark):
             metrics={**overall, "groups": groups},
             score=None if pass1 is None else 100 * pass1,
         )
-
-
-def _pass_at_ks(results: list[dict[str, Any]], ks: list[int]) -> dict[str, Any]:
-    """pass@k for each k, mean over problems with at least one graded sample; a k that some
-    problem has too few samples for is not computed, with the reason (never silently dropped)."""
-    tasks: dict[str, list[int]] = defaultdict(lambda: [0, 0])  # task -> [graded n, passed c]
-    seen: set[str] = set()
-    for result in results:
-        seen.add(result["task_id"])
-        if graded(result):
-            tasks[result["task_id"]][0] += 1
-            tasks[result["task_id"]][1] += result["outcome"] == Outcome.PASSED
-    values: dict[str, float] = {}
-    not_computed: dict[str, str] = {}
-    for k in ks:
-        short = sorted((n, task) for task, (n, _) in tasks.items() if n < k)
-        if not tasks:
-            not_computed[str(k)] = "no problem has a graded sample"
-        elif short:
-            n, task = short[0]
-            not_computed[str(k)] = f"{len(short)} of {len(tasks)} problems have fewer than {k} graded samples ({task} has {n})"
-        else:
-            values[str(k)] = sum(pass_at_k(n, c, k) for n, c in tasks.values()) / len(tasks)
-    return {
-        "pass@k": values,
-        "not_computed": not_computed,
-        "problems": len(tasks),
-        "excluded": sorted(seen - set(tasks)),
-    }
-
-
-def _describe(prefix: str, metrics: dict[str, Any]) -> str:
-    if not metrics["problems"]:
-        return f"{prefix} no problem has a graded sample"
-    parts = [f"pass@{k} {100 * value:.2f}%" for k, value in metrics["pass@k"].items()]
-    parts += [f"pass@{k} not computed: {why}" for k, why in metrics["not_computed"].items()]
-    plural = "s" if metrics["problems"] != 1 else ""
-    return f"{prefix} " + "; ".join(parts) + f" ({metrics['problems']} problem{plural})"

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from ..benchmark import RunContext
 
 ENTRY_POINT_GROUP = "pytest_codebench.runners"
+PROVISION_SCRIPT = "provision.sh"
 
 # What untrusted code may see of the caller's environment: enough to find compilers,
 # interpreters and the CUDA toolkit, nothing that identifies or authenticates the caller.
@@ -78,6 +79,17 @@ class RunResult:
         return "\n".join(self.output.rstrip("\n").splitlines()[-lines:])
 
 
+@dataclasses.dataclass(frozen=True)
+class Environment:
+    """A software environment provisioned for commands, once per machine: ``prefix`` is where
+    it is installed as the commands see it ("" when it is the image's own system), ``image``
+    the image they run in (container runners; None on this machine)."""
+
+    key: str
+    prefix: str
+    image: str | None = None
+
+
 class OutputCap:
     """Keeps the first and last ``limit // 2`` bytes of a stream and counts what it drops,
     so a flood neither fills memory nor hides the end, where errors usually are."""
@@ -127,12 +139,24 @@ class Runner(abc.ABC):
         env: Mapping[str, str] | None = None,
         gpu: str | None = None,
         network: bool = False,
+        environment: Environment | None = None,
+        shared: Mapping[Path, bool] | None = None,
     ) -> RunResult:
         """Run ``command`` with ``sh -c`` in the workspace ``cwd``.
 
         ``env`` adds to the scrubbed environment; ``gpu`` names the one GPU the command may
         use; ``network`` lets it reach the network where the runner can take it away (only
-        for steps that must download, which say so)."""
+        for steps that must download, which say so); ``environment`` is one that
+        :meth:`provision` made; ``shared`` maps folders of this machine (a compiler cache)
+        that the command sees at the same path to whether it may write in them."""
+
+    def provision(self, key: str, recipe: Path) -> Environment:
+        """Build the environment ``recipe`` describes, once per machine (``key`` names it).
+
+        ``recipe`` is a folder holding ``provision.sh`` (:data:`PROVISION_SCRIPT`) (run as ``sh provision.sh PREFIX``, it
+        installs the environment into PREFIX) and the files it reads, or a ``Dockerfile``
+        (container runners only), built with the build argument ``BASE``."""
+        raise HarnessError(f"the {self.name} runner cannot provision environments")
 
     def environment(self, home: str, tmp: str, extra: Mapping[str, str] | None = None) -> dict[str, str]:
         """The scrubbed environment, HOME and TMPDIR inside the workspace (what the code writes

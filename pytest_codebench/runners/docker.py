@@ -24,11 +24,12 @@ import docker
 import docker.errors
 import requests.exceptions
 from docker.types import DeviceRequest, LogConfig, Ulimit
+from filelock import FileLock
 
 from .. import __version__
 from ..errors import HarnessError
 from ..options import Option
-from . import OutputCap, Runner, RunResult, allowed_names
+from . import PROVISION_SCRIPT, Environment, OutputCap, Runner, RunResult, allowed_names
 
 if TYPE_CHECKING:
     from ..benchmark import RunContext
@@ -36,6 +37,8 @@ if TYPE_CHECKING:
 RUN_LABEL = "pytest-codebench.run"
 NOBODY = 65534
 WORKSPACE = "/workspace"
+RECIPE_DIR = "/opt/codebench/recipe"
+ENV_PREFIX = "/opt/codebench/env"
 # Docker's own log of a container is kept small: the runner streams the output as it comes.
 LOG_CONFIG = LogConfig(type=LogConfig.types.JSON, config={"max-size": "1m", "max-file": "1"})
 # Errors the SDK raises when the daemon is gone or stops answering.
@@ -117,20 +120,17 @@ class DockerRunner(Runner):
         dockerfile = images / f"{benchmark}.Dockerfile"
         if not dockerfile.is_file():
             raise HarnessError(f"no Dockerfile for {benchmark}: give an image with --codebench-image")
+        self._build_image(self.image, Path(str(images)), f"{benchmark}.Dockerfile", {"BASE": base} if base else {})
+        return self.image
+
+    def _build_image(self, tag: str, context: Path, dockerfile: str, buildargs: dict[str, str]) -> None:
         try:
-            self.client.images.build(
-                path=str(images),
-                dockerfile=f"{benchmark}.Dockerfile",
-                tag=self.image,
-                buildargs={"BASE": base} if base else {},
-                rm=True,
-            )
+            self.client.images.build(path=str(context), dockerfile=dockerfile, tag=tag, buildargs=buildargs, rm=True)
         except docker.errors.BuildError as exc:
             log = "".join(str(line.get("stream", line.get("error", ""))) for line in exc.build_log)
-            raise HarnessError(f"building {self.image} failed: {exc}\n{log[-2000:]}") from None
+            raise HarnessError(f"building {tag} failed: {exc}\n{log[-2000:]}") from None
         except ENGINE_ERRORS as exc:
             raise _engine_error(exc) from None
-        return self.image
 
     def run(
         self,
@@ -141,17 +141,22 @@ class DockerRunner(Runner):
         env: Mapping[str, str] | None = None,
         gpu: str | None = None,
         network: bool = False,
+        environment: Environment | None = None,
+        shared: Mapping[Path, bool] | None = None,
     ) -> RunResult:
         cap = OutputCap(self.output_limit)
-        user = self._user(cwd)
+        user = self._user(cwd, [path for path, writable in (shared or {}).items() if writable])
+        volumes = {str(cwd.resolve()): {"bind": WORKSPACE, "mode": "rw"}}
+        for path, writable in (shared or {}).items():
+            volumes[str(path)] = {"bind": str(path), "mode": "rw" if writable else "ro"}
         try:
             container = self.client.containers.create(
-                self.image,
+                environment.image if environment and environment.image else self.image,
                 ["/bin/sh", "-c", command],
                 working_dir=WORKSPACE,
                 user=user,
                 environment=self.environment(WORKSPACE, "/tmp", env),
-                volumes={str(cwd.resolve()): {"bind": WORKSPACE, "mode": "rw"}},
+                volumes=volumes,
                 network_mode="bridge" if network else "none",
                 cap_drop=["ALL"],
                 security_opt=["no-new-privileges"],
@@ -210,14 +215,33 @@ class DockerRunner(Runner):
         )
 
     @staticmethod
-    def _user(workspace: Path) -> str:
+    def _user(workspace: Path, writable: list[Path]) -> str:
         """Never root in the container: the caller's own ids, or nobody's when the caller is
-        root, the workspace then handed over to nobody so that the command can write in it."""
+        root, the workspace (and writable shared folders) then handed over to nobody so that
+        the command can write in them."""
         if os.getuid() != 0:
             return f"{os.getuid()}:{os.getgid()}"
-        for path in (workspace, *workspace.rglob("*")):
-            os.chown(path, NOBODY, NOBODY, follow_symlinks=False)
+        for folder in (workspace, *writable):
+            for path in (folder, *folder.rglob("*")):
+                os.chown(path, NOBODY, NOBODY, follow_symlinks=False)
         return f"{NOBODY}:{NOBODY}"
+
+    def provision(self, key: str, recipe: Path) -> Environment:
+        """An image per environment, ``pytest-codebench/BENCHMARK-env:KEY``, built once per
+        machine: from the recipe's own Dockerfile (``FROM ${BASE}``, the base given by
+        ``--codebench-docker-base``), or else on the benchmark's image, installing the
+        recipe at /opt/codebench/env."""
+        tag = f"{self.image.partition(':')[0]}-env:{key[:32]}"
+        own = (recipe / "Dockerfile").exists()
+        if not own:
+            (recipe / "Dockerfile").write_text(
+                f"FROM {self.image}\nCOPY . {RECIPE_DIR}\nRUN sh {RECIPE_DIR}/{PROVISION_SCRIPT} {ENV_PREFIX}\n"
+            )
+        base = self.context.settings["docker-base"]
+        with FileLock(str(self.context.lock_dir / f"image-{key}.lock")):
+            if not self._exists(tag):
+                self._build_image(tag, recipe, "Dockerfile", {"BASE": base} if own and base else {})
+        return Environment(key, "" if own else ENV_PREFIX, tag)
 
     def probe_gpus(self) -> dict[str, Any]:
         """Ask nvidia-smi inside a container given every GPU: what a test would see."""

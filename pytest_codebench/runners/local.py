@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import selectors
+import shutil
 import signal
 import subprocess
 import time
@@ -12,8 +13,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from filelock import FileLock
+
 from .. import cuda
-from . import OutputCap, Runner, RunResult
+from ..errors import HarnessError
+from . import PROVISION_SCRIPT, Environment, OutputCap, Runner, RunResult
 
 # Every process a command starts inherits this variable (unless it clears its environment),
 # which finds the ones that left the process group with setsid() once the command is over.
@@ -21,6 +25,7 @@ MARK_VAR = "CODEBENCH_PROCESS_MARK"
 # How often to look whether the command's main process has exited while a child it left in
 # the background still holds the output pipe open.
 POLL_SECONDS = 0.05
+PROVISION_TIMEOUT = 3600
 
 
 def _kill_group(pgid: int) -> None:
@@ -64,6 +69,8 @@ class LocalRunner(Runner):
         env: Mapping[str, str] | None = None,
         gpu: str | None = None,
         network: bool = False,  # a local process cannot be taken off the network
+        environment: Environment | None = None,  # its prefix is a folder of this machine
+        shared: Mapping[Path, bool] | None = None,  # so are these, writable or not
     ) -> RunResult:
         token = uuid.uuid4().hex
         tmp = cwd / ".tmp"
@@ -103,6 +110,37 @@ class LocalRunner(Runner):
 
     def probe_gpus(self) -> dict[str, Any]:
         return cuda.probe_gpus()
+
+    def provision(self, key: str, recipe: Path) -> Environment:
+        """Install the recipe into ``CACHE_DIR/envs/KEY``, unless a finished one is there.
+
+        The recipe is the harness's own (trusted) script: it runs with the caller's
+        environment, so that package indexes and proxies configured there apply."""
+        if (recipe / "Dockerfile").exists() and not (recipe / PROVISION_SCRIPT).exists():
+            raise HarnessError("a Dockerfile environment needs --codebench-runner docker")
+        prefix = Path(self.context.settings["cache-dir"]) / "envs" / key
+        done = prefix / ".codebench-done"
+        prefix.parent.mkdir(parents=True, exist_ok=True)
+        with FileLock(str(prefix) + ".lock"):
+            if not done.exists():
+                shutil.rmtree(prefix, ignore_errors=True)
+                try:
+                    result = subprocess.run(
+                        ["sh", PROVISION_SCRIPT, str(prefix)],
+                        cwd=recipe,
+                        stdin=subprocess.DEVNULL,
+                        capture_output=True,
+                        text=True,
+                        errors="replace",
+                        timeout=PROVISION_TIMEOUT,
+                    )
+                except subprocess.TimeoutExpired:
+                    raise HarnessError(f"provisioning {prefix} ran past {PROVISION_TIMEOUT} s") from None
+                if result.returncode != 0:
+                    output = (result.stdout + result.stderr).strip()[-2000:]
+                    raise HarnessError(f"provisioning {prefix} failed (exit {result.returncode}):\n{output}")
+                done.touch()
+        return Environment(key, str(prefix))
 
     @staticmethod
     def _pump(proc: subprocess.Popen[bytes], cap: OutputCap, deadline: float) -> bool:

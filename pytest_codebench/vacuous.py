@@ -1,0 +1,89 @@
+"""Tests a patch adds that assert nothing: they pass whatever the code does.
+
+A test asserts when its body holds an ``assert``, a ``pytest.raises``/``warns``/``approx``/
+``fail`` (or ``deprecated_call``), a call whose name starts with ``assert`` (``self.assertEqual``,
+``torch.testing.assert_close``, ``np.testing.assert_allclose``), or a call to a function of
+the same module that asserts, however deep.
+"""
+
+from __future__ import annotations
+
+import ast
+import fnmatch
+from pathlib import Path, PurePosixPath
+
+from .patches import Diff
+
+TEST_FILES = ("test_*.py", "*_test.py")  # pytest's default python_files
+PYTEST_CHECKS = {"raises", "warns", "approx", "fail", "deprecated_call"}
+
+
+def _called_name(call: ast.Call) -> str | None:
+    func = call.func
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    if isinstance(func, ast.Name):
+        return func.id
+    return None
+
+
+def _asserts_directly(node: ast.AST) -> bool:
+    for child in ast.walk(node):
+        if isinstance(child, ast.Assert):
+            return True
+        if isinstance(child, ast.Call):
+            name = _called_name(child)
+            if name is not None and (name.lower().startswith("assert") or name in PYTEST_CHECKS):
+                return True
+    return False
+
+
+def _calls(node: ast.AST) -> set[str]:
+    return {name for child in ast.walk(node) if isinstance(child, ast.Call) and (name := _called_name(child))}
+
+
+def _functions(tree: ast.Module) -> list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
+    """Module functions and methods of module classes, with their qualified test id."""
+    found = []
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            found.append((node.name, node))
+        elif isinstance(node, ast.ClassDef):
+            found += [
+                (f"{node.name}::{item.name}", item)
+                for item in node.body
+                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))
+            ]
+    return found
+
+
+def vacuous_tests(tree_root: Path, diff: Diff) -> list[str]:
+    """The test ids (``tests/test_x.py::test_y``) the diff adds that assert nothing."""
+    found = []
+    for name, lines in sorted(diff.added.items()):
+        path = PurePosixPath(name)
+        if not lines or not any(fnmatch.fnmatch(path.name, pattern) for pattern in TEST_FILES):
+            continue
+        try:
+            module = ast.parse((tree_root / path).read_text(encoding="utf-8", errors="replace"))
+        except (OSError, SyntaxError):
+            continue  # the suite reports a file it cannot import
+        functions = _functions(module)
+        asserting = {qualname.rpartition("::")[2] for qualname, node in functions if _asserts_directly(node)}
+        calls = {qualname.rpartition("::")[2]: _calls(node) for qualname, node in functions}
+        # A helper asserts when it calls one that does: spread to a fixpoint.
+        changed = True
+        while changed:
+            changed = False
+            for helper, called in calls.items():
+                if helper not in asserting and called & asserting:
+                    asserting.add(helper)
+                    changed = True
+        for qualname, node in functions:
+            test = qualname.rpartition("::")[2]
+            if not test.startswith("test") or node.lineno not in lines:
+                continue
+            if qualname.partition("::")[0].startswith("Test") or "::" not in qualname:
+                if test not in asserting:
+                    found.append(f"{path}::{qualname}")
+    return found

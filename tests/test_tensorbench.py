@@ -1,0 +1,237 @@
+"""TensorBench against real git repositories (built here: scorchlet, from the bundled sample's
+pack.py), a real C++ extension build, ccache and the repository's own pytest suite."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import packs
+import pytest
+
+SAMPLE = Path(__file__).resolve().parents[1] / "datasets" / "tensorbench"
+# Environments (a venv per requirements) and compiler caches are reused across these tests,
+# as across runs on a user's machine; each test that checks fetching brings its own.
+SHARED_CACHE = Path(tempfile.gettempdir()) / "pytest-codebench-tests-cache"
+
+
+def _pack():
+    spec = importlib.util.spec_from_file_location("tensorbench_pack", SAMPLE / "pack.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+pack = _pack()
+
+
+@pytest.fixture(autouse=True)
+def shared_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CODEBENCH_CACHE_DIR", str(SHARED_CACHE))
+
+
+@pytest.fixture(scope="session")
+def scorchlet(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
+    root = tmp_path_factory.mktemp("scorchlet")
+    return root, pack.build_repo(root)
+
+
+def write_dataset(directory: Path, repo: Path | str, tasks: list[dict], predictions: list[dict]) -> list[str]:
+    dataset = directory / "tensorbench.json"
+    dataset.write_text(json.dumps(tasks, indent=2))
+    solutions = directory / "predictions.jsonl"
+    solutions.write_text("".join(json.dumps(row) + "\n" for row in predictions))
+    return ["--codebench-dataset", str(dataset), "--codebench-solutions", str(solutions)]
+
+
+def task(shas: dict[str, str], repo: Path | str, name: str = "feature_sub", base: str = "B", **fields) -> dict:
+    [record] = [t for t in pack.tasks(shas, str(repo)) if t["instance_id"] == f"scorchlet__{name}"]
+    return {**record, "base_commit": shas.get(base, base), **fields}
+
+
+def prediction(name: str, patch: str) -> dict:
+    return {"instance_id": f"scorchlet__{name}", "model_name_or_path": "m", "model_patch": patch}
+
+
+def categories(run) -> dict[str, str]:
+    return {name: item["properties"]["category"] for name, item in run.items.items()}
+
+
+def test_the_bundled_sample_gives_every_outcome(pytester, codebench):
+    run = codebench("-p", "no:cacheprovider", benchmark="tensorbench")
+    expected = json.loads((SAMPLE / "expected.json").read_text())
+    assert categories(run) == expected
+    items = run.items
+    # The verdict comes from the suite's JUnit XML: failing ids in the text and the properties.
+    assert items["scorchlet__feature_sub[2]"]["properties"]["failed_tests"] == "tests/test_ops.py::test_sub"
+    assert "1 of 6 tests failed: tests/test_ops.py::test_sub" in items["scorchlet__feature_sub[2]"]["message"]
+    assert items["scorchlet__feature_sub[0]"]["properties"]["tests"] == "6"
+    assert items["scorchlet__feature_sub[5]"]["properties"]["patch_method"] == "patch --fuzz"
+    assert items["scorchlet__feature_sub[6]"]["properties"]["vacuous_tests"] == "tests/test_ops.py::test_sub_runs"
+    assert "vacuous_tests" not in items["scorchlet__feature_sub[0]"]["properties"]
+    assert items["scorchlet__feature_unknown[0]"]["status"] == "error"
+    assert "unknown instance_id 'scorchlet__feature_unknown'" in items["scorchlet__feature_unknown[0]"]["message"]
+    assert "ran past the task's test_timeout (20 s)" in items["scorchlet__feature_wait[0]"]["message"]
+    assert "added tests that assert nothing: scorchlet__feature_sub[6]: tests/test_ops.py::test_sub_runs" in run.output
+    # Work trees go with their items, the failing ones too.
+    assert not any((pytester.path / ".codebench" / "runs").glob("*/work/*"))
+
+
+def test_fail_vacuous_fails_tests_that_assert_nothing(pytester, codebench, scorchlet):
+    repo, shas = scorchlet
+    b = pack.commit_b()
+    asserting = pack.diff(b, pack._with_sub(b, test="\n\ndef check(x):\n    assert x == 5\n\n\ndef test_sub():\n    check(scorchlet.sub(7, 2))\n"))
+    vacuous = pack.diff(b, pack._with_sub(b, test="\n\ndef test_sub():\n    scorchlet.sub(7, 2)\n"))
+    args = write_dataset(pytester.path, repo, [task(shas, repo)], [prediction("feature_sub", asserting), prediction("feature_sub", vacuous)])
+    run = codebench(*args, "--codebench-fail-vacuous", benchmark="tensorbench")
+    assert categories(run) == {"scorchlet__feature_sub[0]": "passed", "scorchlet__feature_sub[1]": "vacuous_tests"}
+    assert "tests/test_ops.py::test_sub" in run.items["scorchlet__feature_sub[1]"]["message"]
+
+
+def test_a_suite_that_runs_nothing_or_crashes_is_an_error(pytester, codebench, scorchlet):
+    repo, shas = scorchlet
+    b = pack.commit_b()
+    no_tests = pack.diff(b, {name: text for name, text in b.items() if not name.startswith("tests/test_")})
+    crash = pack.diff(b, {**b, "tests/conftest.py": "import os\nos._exit(3)\n"})
+    args = write_dataset(pytester.path, repo, [task(shas, repo)], [prediction("feature_sub", no_tests), prediction("feature_sub", crash)])
+    run = codebench(*args, benchmark="tensorbench")
+    assert categories(run) == {"scorchlet__feature_sub[0]": "error", "scorchlet__feature_sub[1]": "error"}
+    assert "the suite ran no test (0 collected" in run.items["scorchlet__feature_sub[0]"]["message"]
+    assert "the suite wrote no JUnit XML (exit 3)" in run.items["scorchlet__feature_sub[1]"]["message"]
+
+
+def test_the_datasets_own_run_tests_sh(pytester, codebench, scorchlet):
+    """The official script names /testbed: it runs against the item's work tree."""
+    repo, shas = scorchlet
+    script = pytester.path / "run_tests.sh"
+    script.write_text("#!/bin/bash\nset -e\ncd /testbed\npip install --no-deps --no-build-isolation -e . -q\npytest -v\n")
+    good = json.loads((SAMPLE / "predictions.jsonl").read_text().splitlines()[0])["model_patch"]
+    broken = good.replace("return PyLong_FromLong(a - b);", "return PyLong_FromLong(a - b)")
+    args = write_dataset(pytester.path, repo, [task(shas, repo)], [prediction("feature_sub", good), prediction("feature_sub", broken)])
+    run = codebench(*args, "--codebench-run-tests", str(script), benchmark="tensorbench")
+    assert categories(run) == {"scorchlet__feature_sub[0]": "passed", "scorchlet__feature_sub[1]": "error"}
+    assert "wrote no JUnit XML" in run.items["scorchlet__feature_sub[1]"]["message"]
+
+
+def test_bad_tasks_and_predictions_are_errors_naming_the_place(pytester, codebench, scorchlet):
+    repo, shas = scorchlet
+    tasks = [task(shas, repo), task(shas, repo, name="feature_twice", base="A", base_commit="not-a-sha")]
+    args = write_dataset(pytester.path, repo, tasks, [prediction("feature_sub", ""), prediction("feature_twice", "")])
+    (pytester.path / "predictions.jsonl").write_text((pytester.path / "predictions.jsonl").read_text() + "{not json\n")
+    run = codebench(*args, benchmark="tensorbench")
+    assert categories(run)["scorchlet__feature_sub[0]"] == "empty_patch"
+    twice = run.items["scorchlet__feature_twice[0]"]
+    assert twice["status"] == "error"
+    assert "tensorbench.json:19: field 'base_commit': not a commit SHA" in twice["message"]
+    assert "predictions.jsonl:3: not valid JSON" in run.items["predictions.jsonl:3[0]"]["message"]
+
+
+def test_a_commit_the_mirror_lacks_is_fetched_once_then_a_clear_error(pytester, codebench, tmp_path):
+    repo = tmp_path / "repo"
+    shas = pack.build_repo(repo)
+    cache = pytester.path / "cache"
+    args = write_dataset(pytester.path, repo, [task(shas, repo)], [prediction("feature_sub", "")])
+    assert categories(codebench(*args, "--codebench-cache-dir", str(cache), benchmark="tensorbench")) == {
+        "scorchlet__feature_sub[0]": "empty_patch"
+    }
+    # Upstream moves on: the mirror has no C until it fetches again.
+    c = pack.commit(repo, {**pack.commit_b(), "NEWS": "sub() is coming\n"}, "news", "2026-01-03T00:00:00Z")
+    tasks = [task(shas, repo, base=c), task(shas, repo, name="feature_twice", base="0" * 40)]
+    args = write_dataset(pytester.path, repo, tasks, [prediction("feature_sub", ""), prediction("feature_twice", "")])
+    run = codebench(*args, "--codebench-cache-dir", str(cache), benchmark="tensorbench")
+    assert categories(run) == {"scorchlet__feature_sub[0]": "empty_patch", "scorchlet__feature_twice[0]": "error"}
+    assert f"commit {'0' * 40} is not in {repo} (fetched it again to make sure)" in run.items["scorchlet__feature_twice[0]"]["message"]
+
+
+def test_workers_racing_for_one_mirror_fetch_it_once(pytester, scorchlet):
+    """Both xdist workers need the mirror at once; a git that logs its calls counts the clones."""
+    repo, shas = scorchlet
+    log = pytester.path / "git.log"
+    shim = pytester.path / "bin" / "git"
+    shim.parent.mkdir()
+    real_git = subprocess.run(["which", "git"], capture_output=True, text=True, check=True).stdout.strip()
+    shim.write_text(f'#!/bin/sh\necho "$*" >> {log}\nsleep 0.2\nexec {real_git} "$@"\n')
+    shim.chmod(0o755)
+    rows = [prediction("feature_sub", ""), prediction("feature_twice", ""), prediction("feature_sub", ""), prediction("feature_twice", "")]
+    args = write_dataset(pytester.path, repo, [task(shas, repo), task(shas, repo, name="feature_twice", base="A")], rows)
+    env_path = f"{shim.parent}{os.pathsep}{os.environ['PATH']}"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("PATH", env_path)
+        result = pytester.runpytest_subprocess("--codebench=tensorbench", "-n", "2", *args, "--codebench-cache-dir", str(pytester.path / "cache"))
+    result.assert_outcomes(failed=4)  # four empty patches, each on a fresh work tree
+    calls = log.read_text().splitlines()
+    assert sum("clone --mirror" in call for call in calls) == 1
+    assert sum("clone --shared" in call for call in calls) == 4
+
+
+def test_codebench_checkout_in_a_users_own_test(pytester, codebench, scorchlet):
+    repo, shas = scorchlet
+    pytester.makepyfile(
+        f"""
+        import subprocess
+        import pytest
+
+        @pytest.mark.codebench_repo({str(repo)!r}, {shas["A"]!r})
+        def test_checkout(codebench_checkout):
+            assert codebench_checkout.commit == {shas["A"]!r}
+            assert (codebench_checkout.path / "setup.py").exists()
+            head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=codebench_checkout.path, capture_output=True, text=True)
+            assert head.stdout.strip() == {shas["A"]!r}
+            assert "mul" not in (codebench_checkout.path / "csrc" / "ops.cpp").read_text()
+
+        @pytest.mark.codebench_repo({str(repo)!r})
+        def test_default_branch(codebench_checkout):
+            assert codebench_checkout.commit == {shas["B"]!r}
+
+        def test_scorch_url_is_overridable(scorch_checkout):
+            assert scorch_checkout.commit == {shas["B"]!r}
+        """
+    )
+    run = codebench("--codebench-repo", str(repo), benchmark="")
+    run.result.assert_outcomes(passed=3)
+
+
+def test_items_of_a_base_commit_share_an_xdist_group(pytester, scorchlet):
+    repo, shas = scorchlet
+    rows = [prediction("feature_sub", ""), prediction("feature_twice", "")]
+    args = write_dataset(pytester.path, repo, [task(shas, repo), task(shas, repo, name="feature_twice", base="A")], rows)
+    result = pytester.runpytest_subprocess("--codebench=tensorbench", *args, "-n", "2", "--dist", "loadgroup", "-v")
+    result.stdout.fnmatch_lines([f"*scorchlet__feature_sub?0?@{shas['B'][:12]}*", f"*scorchlet__feature_twice?0?@{shas['A'][:12]}*"])
+
+
+def test_the_sample_is_reproducible():
+    result = subprocess.run([sys.executable, str(SAMPLE / "pack.py"), "--check"], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+
+
+@pytest.mark.usefixtures("engine")
+def test_the_docker_runner_grades_like_the_local_one(pytester, codebench):
+    run = codebench("--codebench-runner", "docker", "--codebench-docker-base", packs.DOCKER_BASE, benchmark="tensorbench")
+    assert categories(run) == json.loads((SAMPLE / "expected.json").read_text())
+
+
+DATASET_DOCKERFILE = """\
+ARG BASE=python:3.11-slim
+FROM ${BASE}
+RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \\
+    python3 python3-dev python3-venv python3-pip python3-pytest python3-setuptools python3-wheel g++ \\
+    && rm -rf /var/lib/apt/lists/*
+"""
+
+
+@pytest.mark.usefixtures("engine")
+def test_the_datasets_own_dockerfile(pytester, codebench, scorchlet):
+    """The official image's way: the environment is the image's system Python."""
+    repo, shas = scorchlet
+    dockerfile = pytester.path / "Dockerfile"
+    dockerfile.write_text(DATASET_DOCKERFILE)
+    rows = [json.loads(line) for line in (SAMPLE / "predictions.jsonl").read_text().splitlines()[:3]]
+    args = write_dataset(pytester.path, repo, [task(shas, repo)], rows)
+    docker = ["--codebench-runner", "docker", "--codebench-docker-base", packs.DOCKER_BASE]
+    run = codebench(*args, *docker, "--codebench-tensorbench-dockerfile", str(dockerfile), benchmark="tensorbench")
+    assert categories(run) == {"scorchlet__feature_sub[0]": "passed", "scorchlet__feature_sub[1]": "empty_patch", "scorchlet__feature_sub[2]": "test_failed"}
