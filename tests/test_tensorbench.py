@@ -235,3 +235,19 @@ def test_the_datasets_own_dockerfile(pytester, codebench, scorchlet):
     docker = ["--codebench-runner", "docker", "--codebench-docker-base", packs.DOCKER_BASE]
     run = codebench(*args, *docker, "--codebench-tensorbench-dockerfile", str(dockerfile), benchmark="tensorbench")
     assert categories(run) == {"scorchlet__feature_sub[0]": "passed", "scorchlet__feature_sub[1]": "empty_patch", "scorchlet__feature_sub[2]": "test_failed"}
+
+
+def test_failed_tests_run_again_and_the_flaky_ones_are_named(pytester, codebench, scorchlet):
+    repo, shas = scorchlet
+    b = pack.commit_b()
+    flaky = "import os\nimport pathlib\n\n\ndef test_flaky():\n    seen = pathlib.Path(os.environ['TMPDIR']) / 'seen'\n    first = not seen.exists()\n    seen.touch()\n    assert not first\n"
+    broken = "def test_broken():\n    assert 1 == 2\n"
+    rows = [prediction("feature_sub", pack.diff(b, {**b, "tests/test_flaky.py": flaky, "tests/test_broken.py": broken}))]
+    args = write_dataset(pytester.path, repo, [task(shas, repo)], rows)
+    run = codebench(*args, benchmark="tensorbench")
+    item = run.items["scorchlet__feature_sub[0]"]
+    # The verdict stands (the suite did not pass), and the rerun tells which failure was flaky.
+    assert item["properties"]["category"] == "test_failed"
+    assert item["properties"]["flaky_tests"] == "tests/test_flaky.py::test_flaky"
+    assert "passed when run again (flaky): tests/test_flaky.py::test_flaky" in item["message"]
+    assert "2 of 7 tests failed" in item["message"]

@@ -21,11 +21,12 @@ import hashlib
 import json
 import platform
 import re
+import shlex
 import shutil
 import subprocess
 import time
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -108,6 +109,7 @@ class TensorBench(Benchmark):
     name = "tensorbench"
     default_dataset = "tensorbench/tensorbench.json"
     options = (
+        Option("reruns", "Run failed tests again up to N times to report the flaky ones (the verdict stands).", default=1, parse=int, metavar="N"),
         bool_option("fail-vacuous", "Fail items whose patch adds tests that assert nothing (else they are only listed)."),
         Option(
             "torch",
@@ -313,21 +315,48 @@ class TensorBench(Benchmark):
         result = runner.run(overlay, cwd=workspace, timeout=120, env=env, environment=environment, shared=shared)
         if not result.ok:
             raise HarnessError(f"making the item's venv failed: {result.tail(10)}")
+
+        def execute(phase: str, command: str) -> RunResult:
+            (workspace / JUNIT).unlink(missing_ok=True)
+            line = f"{PREAMBLE}cd testbed && {OFFICIAL_TESTBED.sub('${CODEBENCH_TESTBED}', command)}"
+            remaining = max(deadline - time.monotonic(), 1)
+            result = runner.run(line, cwd=workspace, timeout=remaining, env=env, environment=environment, shared=shared)
+            logs[phase] = self.context.write_log(case, phase, result)
+            figures[f"{phase}_seconds"] = round(result.seconds, 2)
+            return result
+
         for step in self._steps(record):
-            remaining = deadline - time.monotonic()
-            junit_path = workspace / JUNIT
-            junit_path.unlink(missing_ok=True)
-            command = f"{PREAMBLE}cd testbed && {OFFICIAL_TESTBED.sub('${CODEBENCH_TESTBED}', step.command)}"
-            result = runner.run(command, cwd=workspace, timeout=max(remaining, 1), env=env, environment=environment, shared=shared)
-            logs[step.phase] = self.context.write_log(case, step.phase, result)
-            figures[f"{step.phase}_seconds"] = round(figures.get(f"{step.phase}_seconds", 0) + result.seconds, 2)  # type: ignore[operator]
+            result = execute(step.phase, step.command)
             if result.timed_out:
                 return Verdict.of_run(step.timed_out, f"{step.phase} ran past the task's test_timeout ({record['test_timeout']:g} s)", result, figures=figures, logs=logs)
             if step.phase == "test":
-                return self._suite_verdict(result, junit.read(junit_path), figures, logs)
+                verdict = self._suite_verdict(result, junit.read(workspace / JUNIT), figures, logs)
+                if verdict.outcome is Outcome.TEST_FAILED and self.settings["reruns"]:
+                    verdict = self._rerun(verdict, execute, workspace / JUNIT)
+                return verdict
             if not result.ok:
                 return Verdict.of_run(step.failed, f"{step.phase} failed: {step.command}", result, figures=figures, logs=logs)
         raise AssertionError("the steps end with the test step")
+
+    def _rerun(self, verdict: Verdict, execute: Callable[[str, str], RunResult], junit_path: Path) -> Verdict:
+        """Run the failed tests again, alone: those that pass now are flaky (Scorch has timing
+        tests and unseeded random inputs). They are reported, and the verdict stands: the task
+        asks for a suite that passes, as the official harness does."""
+        failed = str(verdict.figures["failed_tests"]).splitlines()
+        if not all("::" in test for test in failed):
+            return verdict  # a collection error is not a test to select
+        flaky: set[str] = set()
+        for _ in range(self.settings["reruns"]):
+            result = execute("rerun", SUITE + " " + " ".join(shlex.quote(test) for test in failed))
+            report = junit.read(junit_path)
+            if result.timed_out or report is None or report.tests != len(failed):
+                break  # the rerun could not select exactly those tests: it says nothing
+            flaky |= set(failed) - set(report.failed)
+        if not flaky:
+            return verdict
+        listed = [test for test in failed if test in flaky]
+        figures = {**verdict.figures, "flaky_tests": "\n".join(listed)}
+        return dataclasses.replace(verdict, reason=f"{verdict.reason}; passed when run again (flaky): {', '.join(listed)}", figures=figures)
 
     @staticmethod
     def _suite_verdict(result: RunResult, report: junit.SuiteReport | None, figures: dict[str, Any], logs: dict[str, str]) -> Verdict:
