@@ -29,13 +29,13 @@ GIT_ENV = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull, "GIT_TER
 IDENTITY = ("-c", "user.name=pytest-codebench", "-c", "user.email=codebench@localhost")
 
 
-def git(*args: str, cwd: Path | None = None, timeout: float = GIT_TIMEOUT, input: str | None = None) -> subprocess.CompletedProcess[str]:
+def git(*args: str, cwd: Path | None = None, timeout: float = GIT_TIMEOUT) -> subprocess.CompletedProcess[str]:
     """Run git (never raises for its exit code; the caller reads ``returncode``)."""
     try:
         return subprocess.run(
             ["git", *IDENTITY, *args],
             cwd=cwd,
-            input=input,
+            stdin=subprocess.DEVNULL,
             capture_output=True,
             text=True,
             errors="replace",
@@ -55,7 +55,7 @@ def _checked(result: subprocess.CompletedProcess[str], what: str) -> str:
 
 
 def resolve_url(url: str, relative_to: Path) -> str:
-    """A URL as given, or a local path made absolute (relative to the dataset file)."""
+    """A URL as given, or a local path made absolute (relative to ``relative_to``)."""
     if re.match(r"^[\w+.-]+://", url) or re.match(r"^[\w.-]+@[\w.-]+:", url):
         return url
     return str((relative_to / url).resolve())

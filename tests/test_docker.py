@@ -4,7 +4,6 @@ is set (.ci/run sets it), where they fail: CI can never skip them silently."""
 
 from __future__ import annotations
 
-import os
 import tempfile
 
 import docker
