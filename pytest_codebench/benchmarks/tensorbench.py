@@ -383,27 +383,27 @@ class TensorBench(Benchmark):
     def _environment(self, case: Case, runner: Runner) -> tuple[Environment, Path | None]:
         """The environment for the case's base commit (provisioned once per machine) and the
         compiler cache that goes with it (None where there is no ccache)."""
-        files = self._recipe(case, runner)
-        key = hashlib.sha256(json.dumps({name: content.hex() for name, content in sorted(files.items())}).encode()).hexdigest()
-        recipe = self.context.run_dir / "recipes" / key
-        with FileLock(str(recipe) + ".lock"):
-            if not recipe.exists():
-                partial = recipe.with_name(recipe.name + ".partial")
-                shutil.rmtree(partial, ignore_errors=True)
-                partial.mkdir(parents=True)
-                for name, content in files.items():
-                    if not name.startswith("."):
-                        (partial / name).write_bytes(content)
-                partial.rename(recipe)
-        # Once per run as well: a failed provisioning is reported by every item at once,
-        # instead of being tried again by each.
+        commit = case.record["base_commit"]
+        recipe = self.context.run_dir / "recipes" / commit
+        # The recipe reads the commit and probes the host: once per run and base commit, not
+        # per item. Provisioning is once per run and key as well, so that a failure is
+        # reported by every item at once instead of being tried again by each.
+        key = self.context.once(f"recipe-{commit}", lambda: self._write_recipe(case, runner, recipe))
         environment = Environment(**self.context.once(f"env-{key}", lambda: dataclasses.asdict(runner.provision(key, recipe))))
-        local = runner.name == "local"
-        cache = Path(self.settings["cache-dir"]) / "ccache" / key
-        if local and not CCACHE_WRAPPERS.is_dir():
+        if runner.name == "local" and not CCACHE_WRAPPERS.is_dir():
             return environment, None  # no compiler cache on this machine: every item compiles
+        cache = Path(self.settings["cache-dir"]) / "ccache" / key
         cache.mkdir(parents=True, exist_ok=True)
         return environment, cache
+
+    def _write_recipe(self, case: Case, runner: Runner, folder: Path) -> str:
+        """Write the recipe's files into ``folder``; returns the key that names the environment."""
+        files = self._recipe(case, runner)
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, content in files.items():
+            if not name.startswith("."):
+                (folder / name).write_bytes(content)
+        return hashlib.sha256(json.dumps({name: content.hex() for name, content in sorted(files.items())}).encode()).hexdigest()
 
     def _recipe(self, case: Case, runner: Runner) -> dict[str, bytes]:
         """The files that describe the environment; their hash names it. Dotted names only
