@@ -109,9 +109,7 @@ class Mirror:
         _checked(git("checkout", "--quiet", "--detach", sha, cwd=dest), f"git checkout {sha}")
         return sha
 
-    def read(self, commit: str, path: str) -> bytes | None:
-        """One file of ``commit``, or None when it has no such file."""
-        result = subprocess.run(
-            ["git", "show", f"{commit}:{path}"], cwd=self.path, capture_output=True, env={**os.environ, **GIT_ENV}, timeout=GIT_TIMEOUT
-        )
+    def read(self, commit: str, path: str) -> str | None:
+        """One text file of ``commit``, or None when it has no such file."""
+        result = git("show", f"{commit}:{path}", cwd=self.path)
         return result.stdout if result.returncode == 0 else None

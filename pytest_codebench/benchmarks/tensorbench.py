@@ -420,7 +420,7 @@ class TensorBench(Benchmark):
         files[PROVISION_SCRIPT] = PROVISION.format(python=python).encode()
         requirements = mirror.read(commit, "requirements.txt")
         if requirements is not None:
-            files["requirements.txt"] = requirements
+            files["requirements.txt"] = requirements.encode()
         if self.settings["torch"]:
             files["constraints.txt"] = f"torch{self.settings['torch']}\n".encode()
         files[".host"] = f"{platform.machine()} {_cpu_model()} {_python_version(python) if runner.name == 'local' else ''}".encode()
