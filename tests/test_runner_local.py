@@ -27,32 +27,34 @@ def test_exit_codes_and_signals(runner, tmp_path):
     assert ok.ok and ok.output == "hello\noops\n"
 
 
+# Each case sleeps for its own odd duration: that is how alive() finds its processes, and
+# under xdist the cases of one test run at the same time on different workers.
 @pytest.mark.parametrize(
-    "command",
+    ("command", "marker"),
     [
-        "sleep 300.101 & sleep 300.101",  # a child in the same process group
-        "setsid sleep 300.101 & sleep 300.101",  # a child that left for its own session
+        ("sleep 300.101 & sleep 300.101", "sleep 300.101"),  # a child in the same process group
+        ("setsid sleep 300.102 & sleep 300.102", "sleep 300.102"),  # a child that left for its own session
     ],
 )
-def test_a_timeout_kills_the_whole_tree(runner, tmp_path, command):
+def test_a_timeout_kills_the_whole_tree(runner, tmp_path, command, marker):
     result = runner.run(command, cwd=tmp_path, timeout=0.5)
     assert result.timed_out and result.exit_code is None
-    assert not alive("sleep 300.101")
+    assert not alive(marker)
 
 
 @pytest.mark.parametrize(
-    "command",
+    ("command", "marker"),
     [
-        "sleep 300.202 & echo done",  # holds the output pipe open
-        "setsid sleep 300.202 > /dev/null 2>&1 & echo done",  # detached: no pipe, own session
+        ("sleep 300.201 & echo done", "sleep 300.201"),  # holds the output pipe open
+        ("setsid sleep 300.202 > /dev/null 2>&1 & echo done", "sleep 300.202"),  # detached: no pipe, own session
     ],
 )
-def test_background_children_die_with_a_command_that_finished(runner, tmp_path, command):
+def test_background_children_die_with_a_command_that_finished(runner, tmp_path, command, marker):
     started = time.monotonic()
     result = runner.run(command, cwd=tmp_path, timeout=60)
     assert result.ok and result.output == "done\n"
     assert time.monotonic() - started < 10  # did not wait for the child
-    assert not alive("sleep 300.202")
+    assert not alive(marker)
 
 
 def test_output_is_capped_keeping_head_and_tail(runner, tmp_path):
