@@ -44,8 +44,8 @@ def missing_references(
     """What the files fail to use, as human-readable lines; [] when every requirement is met.
 
     references: None or [] -> nothing required; a string -> that one required; a list -> all
-    required; a mapping with keys 'all' and/or 'any' -> every 'all' entry and at least one 'any'
-    entry (when 'any' is non-empty). Raises ValueError (with a message naming what is wrong) for
+    required; a mapping with keys 'all' and/or 'any' (either missing or null: no requirement) ->
+    every 'all' entry and at least one 'any' entry (when 'any' is non-empty). Raises ValueError (with a message naming what is wrong) for
     any other shape (unknown keys, non-string entries...).
     """
     required, alternatives = _requirements(references)
@@ -82,11 +82,17 @@ def _requirements(references: object) -> tuple[list[str], list[str]]:
             raise ValueError(
                 f"references: unknown key(s) {', '.join(unknown)}; expected 'all' and/or 'any'"
             )
+        # A key that is missing or null sets no requirement (201 problems of 2026-1 have
+        # "any": null, 2 have "all": null).
         return (
-            _entries(references.get("all", []), "references['all']"),
-            _entries(references.get("any", []), "references['any']"),
+            _entries(_unless_null(references.get("all")), "references['all']"),
+            _entries(_unless_null(references.get("any")), "references['any']"),
         )
     return _entries(references, "references"), []
+
+
+def _unless_null(value: object) -> object:
+    return [] if value is None else value
 
 
 def _entries(value: object, where: str) -> list[str]:
