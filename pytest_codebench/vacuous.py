@@ -83,7 +83,7 @@ def vacuous_tests(tree_root: Path, diff: Diff) -> list[str]:
             test = qualname.rpartition("::")[2]
             if not test.startswith("test") or node.lineno not in lines:
                 continue
-            if qualname.partition("::")[0].startswith("Test") or "::" not in qualname:
-                if test not in asserting:
-                    found.append(f"{path}::{qualname}")
+            collected = qualname.partition("::")[0].startswith("Test") or "::" not in qualname
+            if collected and test not in asserting:
+                found.append(f"{path}::{qualname}")
     return found
