@@ -7,6 +7,7 @@ driver context to a process that then forks workers and subprocesses.
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -69,29 +70,47 @@ def version_tuple(text: str) -> tuple[int, ...]:
 
 
 # Run by a runner, so that the toolkit probed is the one commands will use (a container's).
+# nvcc's dry run names its own installation (TOP) and the folders it links from (LIBRARIES).
 _TOOLKIT_PROBE = r"""
 nvcc --version || exit 127
-echo '--- libraries'
-nvcc -dryrun -o /dev/null -x cu /dev/null 2>&1 | sed -n 's/^#\$ LIBRARIES=//p' | tr -d '"' | tr ' ' '\n' \
-    | sed -n 's/^-L//p' | while read -r dir; do ls -1 "$dir"; done
-(ldconfig -p || /sbin/ldconfig -p) 2>/dev/null
+echo '--- dryrun'
+nvcc -dryrun -o probe.out -x cu /dev/null 2>&1 | grep -E '^#\$ (TOP|LIBRARIES)='
+true
+"""
+# Links an empty host program against each library in turn, the way the build would: the
+# linker's answer covers nvcc's folders, the system's and anything LIBRARY_PATH adds.
+_LINK_PROBE = r"""
+printf 'int main(void) { return 0; }\n' > link-probe.c
+for name in "$@"; do
+    nvcc -o link-probe.out link-probe.c "-l$name" >/dev/null 2>&1 && echo "linked $name"
+done
 true
 """
 
 
 def probe_toolkit(runner: Runner, workdir: Path) -> dict[str, Any]:
-    """nvcc's release and the libraries a build can link: {"version": "13.0", "libraries":
+    """nvcc's release and where it lives: {"version": "13.0", "root": ..., "library_dirs":
     [...]}, or {"error": ...} without a toolkit."""
     result = runner.run(_TOOLKIT_PROBE, cwd=workdir, timeout=120)
     if not result.ok:
         return {"error": "no CUDA toolkit: nvcc is not on PATH" if result.exit_code == 127 else f"nvcc failed: {result.tail(5)}"}
-    version, _, libraries = result.output.partition("--- libraries")
+    version, _, dryrun = result.output.partition("--- dryrun")
     match = re.search(r"release (\d+\.\d+)", version)
     if match is None:
         return {"error": f"cannot read nvcc's release from: {version.strip()[-200:]}"}
-    return {"version": match.group(1), "libraries": sorted(set(re.findall(r"\blib([\w+-]+?)\.(?:so|a)\b", libraries)))}
+    top = re.search(r"^#\$ TOP=(.*)$", dryrun, re.MULTILINE)
+    libraries = re.search(r"^#\$ LIBRARIES=(.*)$", dryrun, re.MULTILINE)
+    return {
+        "version": match.group(1),
+        "root": os.path.normpath(top.group(1).strip()) if top else None,
+        "library_dirs": [os.path.normpath(d) for d in re.findall(r'-L"?([^"\s]+)', libraries.group(1))] if libraries else [],
+    }
 
 
-def has_library(toolkit: dict[str, Any], name: str) -> bool:
-    """Whether ``-l{name}`` can link: beside nvcc, or where the system linker looks."""
-    return name in toolkit.get("libraries", ())
+def linkable_libraries(runner: Runner, workdir: Path, names: list[str]) -> set[str]:
+    """Which of ``names`` a build can link with ``-lNAME`` through ``runner``'s nvcc."""
+    valid = [name for name in names if re.fullmatch(r"[\w+.-]+", name)]
+    if not valid:
+        return set()
+    result = runner.run(_LINK_PROBE.replace('"$@"', " ".join(valid)), cwd=workdir, timeout=120)
+    return set(re.findall(r"^linked (\S+)$", result.output, re.MULTILINE)) & set(valid)

@@ -17,6 +17,7 @@ def pass_at_k(n: int, c: int, k: int) -> float:
         return 1.0
     return 1.0 - math.prod(1.0 - k / i for i in range(n - c + 1, n + 1))
 
+
 def pass_at_ks(results: list[dict[str, Any]], ks: list[int]) -> dict[str, Any]:
     """pass@k for each k, mean over problems with at least one graded sample; a k that some
     problem has too few samples for is not computed, with the reason (never silently dropped)."""
@@ -47,9 +48,22 @@ def pass_at_ks(results: list[dict[str, Any]], ks: list[int]) -> dict[str, Any]:
 
 
 def describe_pass_at_k(prefix: str, metrics: dict[str, Any]) -> str:
+    """One line: pass@k over the graded problems, and how many problems this machine could
+    grade when some had no graded sample (all skipped or errored here)."""
+    total = metrics["problems"] + len(metrics["excluded"])
+    here = f"; this machine can grade {metrics['problems']} of {total}" if metrics["excluded"] else ""
     if not metrics["problems"]:
-        return f"{prefix} no problem has a graded sample"
+        return f"{prefix} no problem has a graded sample{here}"
     parts = [f"pass@{k} {100 * value:.2f}%" for k, value in metrics["pass@k"].items()]
     parts += [f"pass@{k} not computed: {why}" for k, why in metrics["not_computed"].items()]
     plural = "s" if metrics["problems"] != 1 else ""
-    return f"{prefix} " + "; ".join(parts) + f" ({metrics['problems']} problem{plural})"
+    return f"{prefix} " + "; ".join(parts) + f" ({metrics['problems']} problem{plural}){here}"
+
+
+def describe_excluded(metrics: dict[str, Any], examples: int = 3) -> list[str]:
+    """The problems left out of pass@k, a few by name (the skip and error lines say why)."""
+    excluded = metrics["excluded"]
+    if not excluded:
+        return []
+    more = f", and {len(excluded) - examples} more" if len(excluded) > examples else ""
+    return [f"left out of pass@k (no graded sample): {len(excluded)}: {', '.join(excluded[:examples])}{more}"]

@@ -81,17 +81,33 @@ def counts(results: list[dict[str, Any]]) -> dict[str, int]:
     return {name: count for name, count in tally.items() if count}
 
 
+# How many items a grouped skip or error names as examples.
+EXAMPLES = 3
+
+
+def cause(result: dict[str, Any]) -> str:
+    """What a skip or error says, with what differs between items of one cause left out: the
+    item's own task id, line numbers, and the details after a ';' or a ' ('."""
+    reason = (result["reason"] or "no reason given").strip().splitlines()[0]
+    for name in sorted({result["id"], result["task_id"]} - {""}, key=len, reverse=True):
+        reason = reason.replace(name, "<task>")
+    reason = re.sub(r"(\.\w+):\d+\b", r"\1:<line>", reason)
+    return re.split(r";| \(", reason)[0][:160]
+
+
 def outcome_lines(results: list[dict[str, Any]]) -> list[str]:
-    """The count of each outcome, then skips and errors by reason (what follows a ';' or a
-    '(' left out: the details that differ between alike reasons)."""
+    """The count of each outcome, then skips and errors grouped by :func:`cause`, each with
+    its count and the first few items it hit."""
     lines = ["outcomes: " + (", ".join(f"{name} {count}" for name, count in counts(results).items()) or "none")]
     for status in (Status.SKIPPED, Status.ERROR):
-        reasons: dict[str, int] = {}
+        items: dict[str, list[str]] = {}
         for result in results:
             if result["status"] == status:
-                reason = re.split(r";| \(", (result["reason"] or "no reason given").splitlines()[0])[0][:120]
-                reasons[reason] = reasons.get(reason, 0) + 1
-        lines += [f"{status.value} ({count}): {reason}" for reason, count in sorted(reasons.items())]
+                items.setdefault(cause(result), []).append(result["id"])
+        for reason, ids in sorted(items.items()):
+            ids.sort()  # the same lines whatever order xdist finished the items in
+            more = f", and {len(ids) - EXAMPLES} more" if len(ids) > EXAMPLES else ""
+            lines.append(f"{status.value} ({len(ids)}): {reason} [{', '.join(ids[:EXAMPLES])}{more}]")
     return lines
 
 
@@ -113,7 +129,7 @@ def write_report(path: Path, session: CodebenchSession, summary: Summary) -> Non
         },
         "options": session.settings.as_dict(),
         "run_dir": str(session.context.run_dir),
-        "environment": session.benchmark.report_info(),
+        "environment": {**session.benchmark.report_info(), **({"runner": session.runner_info} if session.runner_info else {})},
         "counts": counts(results),
         "score": summary.score,
         "metrics": summary.metrics,

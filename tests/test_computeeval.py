@@ -12,6 +12,7 @@ import packs
 import pytest
 
 FORCE = "--codebench-run-without-gpu"
+SOURCE = [{"path": "solution.c", "content": packs.RIGHT}]
 
 
 def write(pytester: pytest.Pytester, problems: list[dict], solutions: list[dict] | None = None) -> list[str]:
@@ -23,14 +24,21 @@ def write(pytester: pytest.Pytester, problems: list[dict], solutions: list[dict]
 
 
 def test_each_outcome_is_its_own_category(pytester, codebench):
-    sleeper = packs.problem("T/slow", test_command="sleep 30", timeout_seconds=1)
-    slow_build = packs.problem("T/slowbuild", build_command="sleep 30", timeout_seconds=1)
+    # Slowness comes from the solutions: the problems' references are quick.
+    prebuilt = "sh ./prebuild.sh && " + packs.problem("T/x")["build_command"]
+    sleeper = packs.problem("T/slow", timeout_seconds=1)
+    slow_build = packs.problem(
+        "T/slowbuild",
+        build_command=prebuilt,
+        timeout_seconds=1,
+        baseline_solution=packs.solution("T/slowbuild", files=[*SOURCE, {"path": "prebuild.sh", "content": "true"}]),
+    )
     api = packs.problem("T/api", source_references=["add_fast"])
     skipper = packs.problem("T/skipline", test_command="echo 'SKIP: needs sm_90'; exit 0")
     exit200 = packs.problem("T/exit200", test_command="exit 200")
     solutions = [
-        packs.solution("T/slow"),
-        packs.solution("T/slowbuild"),
+        packs.solution("T/slow", "#include \"add.h\"\nint add(int a, int b) { for (;;) {} }\n"),
+        packs.solution("T/slowbuild", files=[*SOURCE, {"path": "prebuild.sh", "content": "sleep 30"}]),
         packs.solution("T/api", "#include \"add.h\"\n// add_fast\nint add(int a, int b) { return a + b; } /* \"add_fast\" */\n"),
         packs.solution("T/skipline"),
         packs.solution("T/exit200"),

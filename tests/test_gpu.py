@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -30,12 +31,25 @@ def test_without_a_gpu_the_probe_says_why():
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="no nvcc on PATH")
 def test_the_toolkit_probe_reads_nvcc(run_context, tmp_path):
-    toolkit = cuda.probe_toolkit(LocalRunner(run_context, "computeeval"), tmp_path)
+    runner = LocalRunner(run_context, "computeeval")
+    toolkit = cuda.probe_toolkit(runner, tmp_path)
     release = re.search(r"release (\d+\.\d+)", subprocess.run(["nvcc", "--version"], capture_output=True, text=True).stdout)
     assert release and toolkit["version"] == release.group(1)
-    assert "cudart" in toolkit["libraries"]
-    assert cuda.has_library(toolkit, "cudart")
-    assert not cuda.has_library(toolkit, "no_such_library_anywhere")
+    # Where the toolkit lives is nvcc's answer, whatever the installation's layout.
+    dryrun = subprocess.run(["nvcc", "-dryrun", "-x", "cu", "/dev/null", "-o", "/dev/null"], capture_output=True, text=True)
+    top = dryrun.stderr.split("TOP=")[1].split()[0]
+    assert Path(toolkit["root"]).resolve() == Path(top).resolve()
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="no nvcc on PATH")
+def test_libraries_are_what_the_toolkit_links(run_context, tmp_path):
+    """Asked of the linker nvcc drives: the toolkit's own libraries link, libraries that are
+    nowhere do not, and a system library (X11, LLVM...) is never listed as the toolkit's."""
+    runner = LocalRunner(run_context, "computeeval")
+    assert cuda.linkable_libraries(runner, tmp_path, ["cudart", "no_such_library_anywhere"]) == {"cudart"}
+    assert cuda.linkable_libraries(runner, tmp_path, ["x; touch pwned"]) == set()
+    assert not (tmp_path / "pwned").exists()
+    assert "libraries" not in cuda.probe_toolkit(runner, tmp_path)
 
 
 @pytest.mark.parametrize(

@@ -97,8 +97,9 @@ def test_items_carry_a_timeout_backstop_above_their_budget(pytester, codebench, 
     )
     codebench(*dataset(pytester, packs.problem("T/1", timeout_seconds=5)), "--codebench-run-without-gpu")
     workers = 2 if xdist_args else 1
-    # Build and test get 5 s each; each other worker may hold the GPU that long; 30 s slack.
-    expected = 10 + (workers - 1) * 10 + 30
+    # Build and test get 5 s each, for the solution and for the reference checked after a
+    # failure; each other worker may hold the GPU that long; 30 s slack.
+    expected = 20 + (workers - 1) * 20 + 30
     lines = {tuple(line.split()) for line in (pytester.path / "markers.log").read_text().splitlines()}
     assert {(name, float(seconds)) for name, seconds in lines} == {("T/1[0]", expected)}
 

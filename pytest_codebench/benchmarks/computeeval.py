@@ -10,89 +10,34 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
-import hashlib
-import json
 import os
-import re
+import shutil
 from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from .. import cuda
-from ..benchmark import Benchmark, Case, Dataset, RunContext, Summary
+from ..benchmark import Benchmark, Case, Dataset, RunContext, Summary, slug
 from ..errors import DatasetError
-from ..metrics import describe_pass_at_k, pass_at_ks
+from ..metrics import describe_excluded, describe_pass_at_k, pass_at_ks
 from ..once import SlotPool
 from ..options import bool_option
-from ..records import Line, archive_members, file_list, is_archive, optional, read_jsonl, require, sha256_file
-from ..runners import Runner, RunResult
+from ..records import archive_members, is_archive, read_jsonl, sha256_file
+from ..runners import Runner
 from ..sourcecode import missing_references
-from ..verdict import Outcome, Verdict
+from ..verdict import Outcome, Status, Verdict
 from ..workspace import UnsafePath, guarded_paths, normalise, write_file
+from .computeeval_records import Problem, check_problem, check_solution, hash_mismatch, read_metadata, solution_files
+from .computeeval_reference import ReferenceCache, reference_key
+from . import computeeval_releases
+from .computeeval_rules import judge_test, linked_libraries, machine_cannot_grade, unmet_requirement
 
 DEFAULT_TIMEOUT = 60.0
 MACHINE_KEY = "computeeval-machine"
+LIBRARY_KEY = "computeeval-library"
 # pytest-timeout's backstop sits this far above an item's own budget.
 BACKSTOP_SLACK = 30.0
-# What a CUDA program or PyTorch prints when it cannot reach a GPU: the machine's fault.
-NO_GPU_OUTPUT = re.compile(
-    r"CUDA driver version is insufficient|no CUDA-capable device is detected|CUDA_ERROR_NO_DEVICE"
-    r"|cudaErrorNoDevice|cudaErrorInsufficientDriver|Found no NVIDIA driver|No CUDA GPUs are available"
-    r"|Torch not compiled with CUDA enabled"
-)
-# About 50 real test harnesses print a SKIP line and exit 0 when the GPU or a library is too old.
-SKIP_LINE = re.compile(r"^\W*(skip(ped|ping)?\b|tests? skipped\b)", re.IGNORECASE | re.MULTILINE)
-# The oldest harnesses exit with this code for "skipped (architecture)".
-SKIP_EXIT_CODE = 200
-
-
-@dataclasses.dataclass(frozen=True)
-class _Problem:
-    record: dict[str, Any]
-    line: int
-    error: str | None  # set when the record is invalid or fails its integrity check
-
-
-def _check_problem(line: Line, label: str) -> None:
-    if line.error is not None:
-        raise line.error
-    record, number = line.value or {}, line.number
-    require(record, "task_id", str, label, number)
-    require(record, "test_command", str, label, number)
-    optional(record, "build_command", str, label, number)
-    optional(record, "timeout_seconds", (int, float), label, number)
-    for field in ("min_cuda_toolkit", "compute_capability", "group", "type"):
-        optional(record, field, str, label, number)
-    file_list(record, "test_files", label, number)
-    if record.get("context_files") is not None:
-        file_list(record, "context_files", label, number)
-
-
-def _check_solution(line: Line, label: str, problems: dict[str, _Problem]) -> None:
-    if line.error is not None:
-        raise line.error
-    record, number = line.value or {}, line.number
-    task_id = require(record, "task_id", str, label, number)
-    if task_id not in problems:
-        raise DatasetError(label, f"{task_id!r} is not a task of the dataset", line=number, field="task_id")
-    kind = record.get("type", "file")
-    if kind != "file":
-        raise DatasetError(label, f"solution type {kind!r} is not supported (only 'file')", line=number, field="type")
-    file_list(record, "files", label, number)
-
-
-def _hash_mismatch(task_id: str, line: Line, hashes: dict[str, Any]) -> str | None:
-    expected = hashes.get(task_id)
-    if expected is None:
-        return f"task {task_id!r} is not in metadata.json task_id_hashes"
-    actual = hashlib.md5(line.raw).hexdigest()
-    if actual != expected:
-        return (
-            f"task {task_id!r} fails its integrity check: its line hashes to md5 {actual}, "
-            f"metadata.json task_id_hashes says {expected}"
-        )
-    return None
 
 
 class ComputeEval(Benchmark):
@@ -112,6 +57,11 @@ class ComputeEval(Benchmark):
 
     # -- loading --------------------------------------------------------------------------------
 
+    def dataset_path(self) -> Path:
+        """A release name (``2026-1``) resolves to NVIDIA's datapack; see computeeval_releases."""
+        release = computeeval_releases.resolve_setting(self.context)
+        return release.path if release else super().dataset_path()
+
     def load(self) -> Dataset:
         path = self.dataset_path()
         problems, release, broken = self._read_problems(path)
@@ -127,7 +77,7 @@ class ComputeEval(Benchmark):
         cases.sort(key=lambda case: (order.get(case.task_id, len(order)), case.sample))
         return Dataset(str(path), sha256_file(path), release, broken + cases)
 
-    def _samples(self, problems: dict[str, _Problem]) -> Iterator[tuple[str, dict[str, Any], int, str | None]]:
+    def _samples(self, problems: dict[str, Problem]) -> Iterator[tuple[str, dict[str, Any], int, str | None]]:
         """(task id, solution, line, error) for every sample, in the order they were given."""
         solutions = self.settings["solutions"] or "baseline"
         if solutions == "baseline":
@@ -149,65 +99,54 @@ class ComputeEval(Benchmark):
             task_id = record.get("task_id")
             name = task_id if isinstance(task_id, str) else f"{path.name}:{line.number}"
             try:
-                _check_solution(line, label, problems)
+                check_solution(line, label, problems)
             except DatasetError as error:
                 yield name, {}, line.number, str(error)
                 continue
             yield name, record, line.number, None
 
-    def _read_problems(self, path: Path) -> tuple[dict[str, _Problem], str | None, list[Case]]:
+    def _read_problems(self, path: Path) -> tuple[dict[str, Problem], str | None, list[Case]]:
         """Problems by task id in file order, the release, and cases for unreadable lines."""
         if is_archive(path):
             members = archive_members(path, ["metadata.json", "problems.jsonl"])
             label = f"{path}:problems.jsonl"
-            metadata = self._metadata(path, members["metadata.json"])
+            metadata = read_metadata(path, members["metadata.json"])
             data = members["problems.jsonl"]
         else:
             label, metadata, data = str(path), {}, path.read_bytes()
         hashes = metadata.get("task_id_hashes")
-        problems: dict[str, _Problem] = {}
+        problems: dict[str, Problem] = {}
         broken: list[Case] = []
         for line in read_jsonl(label, data):
             task_id = (line.value or {}).get("task_id")
             try:
-                _check_problem(line, label)
+                check_problem(line, label)
                 if task_id in problems:
                     raise DatasetError(label, f"task {task_id!r} appears twice", line=line.number, field="task_id")
-                mismatch = None if hashes is None else _hash_mismatch(task_id, line, hashes)
+                mismatch = None if hashes is None else hash_mismatch(task_id, line, hashes)
                 error = None if mismatch is None else str(DatasetError(label, mismatch, line=line.number))
             except DatasetError as exc:
                 if not isinstance(task_id, str) or task_id in problems:
                     broken.append(Case(id=f"problems.jsonl:{line.number}", task_id="", sample=0, error=str(exc), line=line.number - 1))
                     continue
                 error = str(exc)
-            problems[task_id] = _Problem(line.value or {}, line.number, error)
+            problems[task_id] = Problem(line.value or {}, line.number, error)
         return problems, metadata.get("release"), broken
-
-    @staticmethod
-    def _metadata(path: Path, data: bytes) -> dict[str, Any]:
-        try:
-            metadata = json.loads(data)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise DatasetError(f"{path}:metadata.json", f"not valid JSON ({exc})") from None
-        if not isinstance(metadata, dict):
-            raise DatasetError(f"{path}:metadata.json", "not a JSON object")
-        hashes = metadata.get("task_id_hashes")
-        if hashes is not None and not isinstance(hashes, dict):
-            raise DatasetError(f"{path}:metadata.json", "expected an object", field="task_id_hashes")
-        return metadata
 
     def _case(
         self,
         task_id: str,
         sample: int,
-        problem: _Problem | None,
+        problem: Problem | None,
         solution: dict[str, Any],
         line: int,
         error: str | None,
     ) -> Case:
         record = problem.record if problem else {}
         timeout = float(record.get("timeout_seconds") or DEFAULT_TIMEOUT)
-        budget = 2 * timeout  # build and test get one timeout each
+        # Build and test get one timeout each, for the solution and, after a failure, for the
+        # problem's reference (checked once per machine).
+        budget = 4 * timeout
         # Under xdist an item may queue for a build slot or the GPU behind every other worker.
         waits = (self.context.workers - 1) * budget
         return Case(
@@ -256,28 +195,33 @@ class ComputeEval(Benchmark):
         record = case.record
         if rejected is not None:
             return Verdict(Outcome.INVALID_SOLUTION, rejected)
-        files = {f["path"]: f["content"] for f in (case.solution or {}).get("files", [])}
         try:
-            missing = missing_references(files, record.get("source_references"))
+            missing = missing_references(solution_files(case.solution), record.get("source_references"))
         except ValueError as exc:
             raise DatasetError(f"task {case.task_id}", str(exc), field="source_references") from None
         if missing:
             return Verdict(Outcome.MISSING_API, "; ".join(missing))
-        machine = self.machine(runner)
-        unmet = self._unmet_requirement(record, machine)
+        unmet = unmet_requirement(record, self.machine(runner), self._linkable(runner, record))
         if unmet is not None:
             return Verdict(Outcome.SKIPPED, unmet)
+        verdict = self._build_and_test(case, workspace, runner)
+        if verdict.outcome.status is Status.FAILED:
+            verdict = self._unless_the_reference_fails(case, verdict, runner)
+        return verdict
 
+    def _build_and_test(self, case: Case, workspace: Path, runner: Runner, label: str = "") -> Verdict:
+        """Build, then test where a GPU allows; ``label`` prefixes the phases' log names."""
+        record, machine = case.record, self.machine(runner)
         timeout = float(record.get("timeout_seconds") or DEFAULT_TIMEOUT)
         wait = case.timeout or timeout
-        figures: dict[str, float] = {}
+        figures: dict[str, float | str] = {}
         logs: dict[str, str] = {}
         build = record.get("build_command")
         if build:
             with self._build_slots.acquire(wait):
                 result = runner.run(build, cwd=workspace, timeout=timeout)
             figures["build_seconds"] = round(result.seconds, 3)
-            logs["build"] = self.context.write_log(case, "build", result)
+            logs[f"{label}build"] = self.context.write_log(case, f"{label}build", result)
             if not result.ok:
                 outcome = Outcome.BUILD_TIMEOUT if result.timed_out else Outcome.BUILD_ERROR
                 reason = f"build exceeded {timeout:g} s" if result.timed_out else "build failed"
@@ -291,30 +235,42 @@ class ComputeEval(Benchmark):
         with self._gpu(gpus, wait) as gpu:
             result = runner.run(record["test_command"], cwd=workspace, timeout=timeout, gpu=gpu)
         figures["test_seconds"] = round(result.seconds, 3)
-        logs["test"] = self.context.write_log(case, "test", result)
-        return self._judge_test(result, bool(gpus), figures, logs, timeout)
+        logs[f"{label}test"] = self.context.write_log(case, f"{label}test", result)
+        return dataclasses.replace(judge_test(result, bool(gpus), timeout), figures=figures, logs=logs)
 
-    @staticmethod
-    def _judge_test(
-        result: RunResult, have_gpu: bool, figures: dict[str, float], logs: dict[str, str], timeout: float
-    ) -> Verdict:
-        if result.timed_out:
-            return Verdict.of_run(Outcome.TEST_TIMEOUT, f"test exceeded {timeout:g} s", result, figures=figures, logs=logs)
-        no_gpu = NO_GPU_OUTPUT.search(result.output)
-        if result.exit_code != 0 and no_gpu:
-            # Never the model's failure: the test could not reach a GPU.
-            if have_gpu:
-                return Verdict.of_run(Outcome.ERROR, f"the test could not use the GPU: {no_gpu.group(0)}", result, figures=figures, logs=logs)
-            return Verdict(Outcome.SKIPPED, f"no usable CUDA GPU; the test reported {no_gpu.group(0)!r}", figures=figures, logs=logs)
-        if result.exit_code == SKIP_EXIT_CODE:
-            return Verdict(Outcome.SKIPPED, f"the test exited {SKIP_EXIT_CODE} (skipped)", figures=figures, logs=logs)
-        skip = SKIP_LINE.search(result.output)
-        if result.exit_code == 0 and skip:
-            line = result.output[skip.start() :].splitlines()[0].strip()
-            return Verdict(Outcome.SKIPPED, f"the test skipped itself: {line}", figures=figures, logs=logs)
-        if result.exit_code == 0:
-            return Verdict(Outcome.PASSED, figures=figures, logs=logs)
-        return Verdict.of_run(Outcome.TEST_FAILED, "test failed", result, figures=figures, logs=logs)
+    def _unless_the_reference_fails(self, case: Case, verdict: Verdict, runner: Runner) -> Verdict:
+        """The model's failure, unless the problem's own reference fails here too: then this
+        machine cannot grade the problem, and the item is skipped with the reference's error."""
+        baseline = case.record.get("baseline_solution")
+        if not isinstance(baseline, dict):
+            return verdict  # nothing to tell the machine's fault from the model's
+        key = reference_key(case.record, self.machine(runner), runner.fingerprint())
+        if solution_files(baseline) == solution_files(case.solution):
+            reference = self._references.outcome(key, lambda: verdict)  # this item is the reference
+        else:
+            reference = self._references.outcome(key, lambda: self._run_reference(case, baseline, runner))
+        cannot = machine_cannot_grade(case.task_id, reference)
+        if cannot is None:
+            return verdict
+        return dataclasses.replace(cannot, figures={**verdict.figures, **cannot.figures}, logs=verdict.logs)
+
+    def _run_reference(self, case: Case, baseline: dict[str, Any], runner: Runner) -> Verdict:
+        reference = dataclasses.replace(case, solution=baseline)
+        workspace = self.context.run_dir / "work" / f"{slug(case.id)}-reference"
+        shutil.rmtree(workspace, ignore_errors=True)
+        workspace.mkdir(parents=True)
+        try:
+            rejected = self.prepare(reference, workspace)
+            if rejected is not None:
+                return Verdict(Outcome.INVALID_SOLUTION, f"the reference's {rejected}")
+            return self._build_and_test(reference, workspace, runner, "reference-")
+        finally:
+            if not self.settings["keep-workspaces"]:
+                shutil.rmtree(workspace, ignore_errors=True)
+
+    @functools.cached_property
+    def _references(self) -> ReferenceCache:
+        return ReferenceCache(Path(self.settings["cache-dir"]))
 
     # -- the machine ----------------------------------------------------------------------------
 
@@ -336,31 +292,23 @@ class ComputeEval(Benchmark):
         return self._machine
 
     def report_info(self) -> dict[str, Any]:
-        return self.context.stored(MACHINE_KEY) or {}
+        info = {**(self.context.stored(MACHINE_KEY) or {}), **computeeval_releases.report_info(self.context)}
+        libraries = {
+            path.stem.removeprefix(f"{LIBRARY_KEY}-"): self.context.stored(path.stem)
+            for path in sorted((self.context.run_dir / "once").glob(f"{LIBRARY_KEY}-*.json"))
+        }
+        return {**info, "linkable_libraries": libraries} if libraries else info
 
-    def _unmet_requirement(self, record: dict[str, Any], machine: dict[str, Any]) -> str | None:
-        """Why this machine cannot grade the problem, checked before building."""
-        toolkit = machine["toolkit"]
-        needed = record.get("min_cuda_toolkit")
-        build = record.get("build_command") or ""
-        if "error" in toolkit:
-            if needed or re.search(r"\bnvcc\b", build):
-                return toolkit["error"]
-        elif needed and cuda.version_tuple(toolkit["version"]) < cuda.version_tuple(needed):
-            return f"requires CUDA toolkit >= {needed}; nvcc here is {toolkit['version']}"
-        else:
-            for library in re.findall(r"(?<!\S)-l(\w+)", build):
-                if not cuda.has_library(toolkit, library):
-                    return f"the CUDA toolkit here has no lib{library} (the build links -l{library})"
-        gpus = machine["gpu"].get("gpus")
-        if gpus:
-            capability = record.get("compute_capability")
-            best = max(cuda.version_tuple(gpu["compute_capability"]) for gpu in gpus)
-            if capability and best < cuda.version_tuple(capability):
-                return f"requires compute capability {capability}; the GPU here has {'.'.join(map(str, best))}"
-            if record.get("requires_datacenter_gpu") and not any(cuda.is_datacenter(g["name"]) for g in gpus):
-                return f"requires a data-centre GPU; here: {', '.join(g['name'] for g in gpus)}"
-        return None
+    def _linkable(self, runner: Runner, record: dict[str, Any]) -> set[str]:
+        """Which of the libraries the build links the toolkit can link, each asked once per run."""
+        if "error" in self.machine(runner)["toolkit"]:
+            return set()
+        workdir = self.context.run_dir / "probe"
+        return {
+            name
+            for name in linked_libraries(record.get("build_command") or "")
+            if self.context.once(f"{LIBRARY_KEY}-{name}", lambda name=name: name in cuda.linkable_libraries(runner, workdir, [name]))
+        }
 
     @functools.cached_property
     def _build_slots(self) -> SlotPool:
@@ -392,8 +340,7 @@ class ComputeEval(Benchmark):
         for group, members in sorted(by_group.items()):
             groups[group] = pass_at_ks(members, ks)
             lines.append(describe_pass_at_k(f"  {group}:", groups[group]))
-        if overall["excluded"]:
-            lines.append("left out of pass@k (no graded sample): " + ", ".join(overall["excluded"]))
+        lines += describe_excluded(overall)
         pass1 = overall["pass@k"].get("1")
         return Summary(
             lines=lines,

@@ -11,6 +11,7 @@ import abc
 import dataclasses
 import fnmatch
 import os
+import platform
 import re
 from collections.abc import Iterable, Mapping
 from importlib.metadata import entry_points
@@ -165,6 +166,22 @@ class Runner(abc.ABC):
         env.update(HOME=home, TMPDIR=tmp)
         env.update(extra or {})
         return env
+
+    def fingerprint(self) -> str:
+        """What a command's result depends on besides its inputs: the machine, and for
+        container runners the image. Keys what is cached across runs (reference outcomes)."""
+        return f"{self.name}@{platform.node()}"
+
+    def missing(self, command: str) -> str | None:
+        """Why commands cannot find ``command``, with the ways out, where the runner knows
+        (an image without it and nothing to mount instead); None otherwise."""
+        return None
+
+    @classmethod
+    def describe(cls, context: RunContext, benchmark: str) -> dict[str, Any]:
+        """What commands of the run execute in, for the header (``summary``, one line) and the
+        JSON report; asked on the controller before any item runs. Empty when nothing to say."""
+        return {}
 
     @abc.abstractmethod
     def probe_gpus(self) -> dict[str, Any]:
