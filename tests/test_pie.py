@@ -1,15 +1,25 @@
 """PIE through the plugin: PIE's own config, its line rule, distinct outcomes, interleaved timing
-with an interval, the deterministic instruction metric, PIE's report, and bad input."""
+with an interval, PIE's speedup (start-up counted) beside the net one, the deterministic
+instruction metric, PIE's report, bad input, and candidates that try to read the answers."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+import packs
 import pytest
 import yaml
 
 from pytest_codebench.benchmarks.pie import accuracy, bootstrap_ratio, normalise_code
+from pytest_codebench.benchmarks.pie_rules import (
+    ProgramRun,
+    judge,
+    net_ratio,
+    noise_floor,
+    speedup_figures,
+)
+from pytest_codebench.runners import RunResult
 
 # Sum 0..n-1: the slow way spends ~100 ms in a loop, the fast way is a formula.
 SLOW = "n = int(input())\ntotal = 0\nfor i in range(n):\n    total += i\nprint(total)\n"
@@ -18,6 +28,8 @@ WRONG = "n = int(input())\nprint(n * n // 2)\n"
 CRASH = "n = int(input())\nprint(n * (n - 1) // 2)\nraise SystemExit(3)\n"
 HANG = "n = int(input())\nwhile True:\n    pass\n"
 BYTES = "import sys\nsys.stdout.buffer.write(b'\\xff\\xfe\\n')\n"
+# The slow program's loop in C: a few times faster, and its own time well above the noise.
+BUILTIN = "n = int(input())\nprint(sum(range(n)))\n"
 CXX_SLOW = "#include <cstdio>\nint main(){long n; scanf(\"%ld\",&n); long t=0; for(long i=0;i<n;i++) t+=i; printf(\"%ld\\n\",t);}\n"
 CXX_FAST = "#include <cstdio>\nint main(){long n; scanf(\"%ld\",&n); printf(\"%ld\\n\",n*(n-1)/2);}\n"
 SIZES = (1_500_000, 2_000_000)
@@ -191,6 +203,209 @@ def test_the_join_key_and_the_interval():
     speedup, low, high = bootstrap_ratio([10.0, 11.0, 9.0, 10.5, 12.0], [5.0, 5.5, 4.5, 5.0, 4.0])
     assert speedup == 2.0 and low == 2.0 and high == 3.0  # paired ratios 2, 2, 2, 2.1, 3
     assert bootstrap_ratio([3.0], [1.5]) == (2.0, 2.0, 2.0)
+
+
+def test_the_speedup_counts_interpreter_startup_as_pie_does(pytester, pie):
+    # FAST's own work is well under a millisecond, start-up some 30 ms: PIE's ratio of whole
+    # process times is a few x. Start-up subtracted from both, it was hundreds of x (114x with
+    # an interval up to 474,518x on real data): a ratio of noise.
+    config = write_pie(pytester.path, [{"input": SLOW, "generated_answers": [FAST]}])
+    report = pytester.path / "codebench.json"
+    run = pie(config, "--codebench-report", str(report))
+    (item,) = json.loads(report.read_text())["items"]
+    fast = item["figures"]
+    assert item["outcome"] == "passed"
+    assert 1.0 < fast["ci_low"] <= fast["speedup"] <= fast["ci_high"] < 20
+    assert fast["startup_ms"] > 0 and fast["noise_floor_ms"] > 0
+    # FAST's net time is at the noise floor: its net ratio means nothing, and says so.
+    assert fast["net_speedup"] is None and fast["net_ci_high"] is None and fast["reference_net_speedup"] is None
+    assert "net of start-up: not meaningful (a net time at or below the noise floor)" in item["reason"]
+    run.result.stdout.fnmatch_lines(["interpreter start-up: * ms a run, counted in every time as PIE counts it*"])
+
+
+def test_the_net_speedup_is_given_where_net_times_stand_above_the_noise(pytester, pie):
+    config = write_pie(pytester.path, [{"input": SLOW, "generated_answers": [BUILTIN]}], sizes=(6_000_000, 8_000_000))
+    report = pytester.path / "codebench.json"
+    pie(config, "--codebench-report", str(report))
+    (item,) = json.loads(report.read_text())["items"]
+    figures = item["figures"]
+    assert item["outcome"] == "passed"
+    assert figures["net_ci_low"] <= figures["net_speedup"] <= figures["net_ci_high"] < 1000
+    assert figures["net_speedup"] > figures["speedup"] > 1.0  # start-up left out of both sides
+    assert f"net of start-up {figures['net_speedup']:.3f}x" in item["reason"]
+
+
+# Looks for the test case whose input it was given and prints that case's expected output:
+# in its working directory (also as /proc/self/cwd), in folders the environment or argv names,
+# and a few levels below each parent folder; with FULL, the whole filesystem and every
+# process's working directory (what a container holds).
+PEEK = r"""
+import os, sys
+FULL = {full}
+data = sys.stdin.read()
+
+def answer(folder):
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return None
+    for name in names:
+        if name.startswith("input.") and name.endswith(".txt"):
+            try:
+                if open(os.path.join(folder, name)).read() == data:
+                    return open(os.path.join(folder, "output." + name[len("input."):])).read()
+            except OSError:
+                pass
+    return None
+
+def search(root, depth):
+    for folder, subfolders, _ in os.walk(root):
+        found = answer(folder)
+        if found is not None:
+            return found
+        if folder[len(root):].count(os.sep) >= depth:
+            subfolders[:] = []
+        if os.path.realpath(folder) == "/":
+            subfolders[:] = [name for name in subfolders if name not in ("proc", "sys", "dev")]
+    return None
+
+cwd = os.getcwd()
+roots = [(cwd, 99), ("/proc/self/cwd", 99), (os.path.dirname(os.path.abspath(sys.argv[0])), 99)]
+roots += [(value, 99) for value in os.environ.values() if os.path.isdir(value)]
+parent = cwd
+while parent != "/":
+    parent = os.path.dirname(parent)
+    roots.append((parent, 3))
+if FULL:
+    roots += [("/", 99)] + [("/proc/%s/cwd" % pid, 3) for pid in os.listdir("/proc") if pid.isdigit()]
+for root, depth in roots:
+    found = search(root, depth)
+    if found is not None:
+        print(found, end="")
+        sys.exit(0)
+print("peeked: nothing")
+"""
+# Both do the slow program's loop twice over, unless a run before them left something behind:
+# CACHE then prints the answer it saved in its working directory, SWITCH (its marker kept in
+# SEEN, outside) prints a wrong answer at once, in the runs that are timed.
+CACHE = """import os
+n = int(input())
+memo = "memo-%d" % n
+if os.path.exists(memo):
+    print(open(memo).read())
+else:
+    for _ in range(2):
+        total = 0
+        for i in range(n):
+            total += i
+    open(memo, "w").write(str(total))
+    print(total)
+"""
+SWITCH = """import os
+n = int(input())
+seen = os.path.join({seen!r}, "seen-%d" % n)
+if os.path.exists(seen):
+    print(0)
+else:
+    for _ in range(2):
+        total = 0
+        for i in range(n):
+            total += i
+    open(seen, "w").close()
+    print(total)
+"""
+
+
+@pytest.mark.parametrize("runner", ["local", "docker"])
+def test_a_candidate_cannot_read_the_answers_nor_keep_them(pytester, pie, request, runner):
+    args = []
+    if runner == "docker":
+        request.getfixturevalue("engine")  # skipped without an engine (failed under CODEBENCH_REQUIRE_DOCKER)
+        args = ["--codebench-runner", "docker", "--codebench-docker-base", packs.DOCKER_BASE]
+    (pytester.path / "seen").mkdir()
+    # In a container nothing outside the sandbox survives a run: /tmp is the container's own.
+    seen = str(pytester.path / "seen") if runner == "local" else "/tmp"
+    candidates = [PEEK.format(full=runner == "docker"), CACHE, SWITCH.format(seen=seen), FAST]
+    # Longer tests than elsewhere: the honest candidate must beat the slow one by more than a
+    # container's start-up varies.
+    config = write_pie(pytester.path, [{"input": SLOW, "generated_answers": candidates}], sizes=(4_000_000, 5_000_000),
+                       num_trials=3, ignore_first_k=1, max_time_per_run=30)
+    run = pie(config, *args)
+    assert categories(run) == {
+        "p1/s1[0]": "wrong_output",  # found no answer to print
+        "p1/s1[1]": "not_faster",  # found no answer it saved: the loop twice over, every run
+        "p1/s1[2]": "wrong_output" if runner == "local" else "not_faster",  # caught when it switches
+        "p1/s1[3]": "passed",  # the honest control
+    }
+    assert "test case 0: accuracy 0.00; first mismatch at line 1: expected '7999998000000', got 'peeked: nothing'" in (
+        run.items["p1/s1[0]"]["message"]
+    )
+    if runner == "local":
+        assert "test case 0, in a measuring run after passing its check: accuracy 0.00" in run.items["p1/s1[2]"]["message"]
+
+
+# 0..n-1, a line each: far more output than the runner keeps of a command (4 KiB here).
+SLOW_LINES = "n = int(input())\nfor i in range(n):\n    print(i + 0 * sum(range(1000)))\n"
+LINES = "n = int(input())\nprint('\\n'.join(map(str, range(n))))\n"
+
+
+def test_the_whole_stdout_is_compared_and_a_flood_is_wrong(pytester, pie):
+    references = [{"problem_id": "p1", "submission_id_v0": "s1", "language": "python", "input": SLOW_LINES, "target": LINES}]
+    # The right lines, then a flood: PIE's rule ignores extra lines, but what was not read
+    # cannot be compared; and an honest program's output larger than the runner's cap passes.
+    # stderr is not the output (PIE discards it): a warning there is no mismatch.
+    flood = LINES + "for _ in range(20_000):\n    print('x' * 80)\n"
+    warns = "import sys\nprint('warning: slow path avoided', file=sys.stderr)\n" + LINES
+    rows = [{"input": SLOW_LINES, "generated_answers": [flood, LINES, LINES + "print('extra line')\n", warns]}]
+    config = write_pie(pytester.path, rows, references, sizes=(20_000,))
+    expected = pytester.path / "cases" / "p1" / "output.0.txt"
+    expected.write_text("".join(f"{i}\n" for i in range(20_000)))
+    run = pie(config, "--codebench-output-limit", "4096")
+    assert categories(run) == {"p1/s1[0]": "wrong_output", "p1/s1[1]": "passed", "p1/s1[2]": "passed", "p1/s1[3]": "passed"}
+    size = expected.stat().st_size
+    assert f"test case 0: printed more than {2 * size + 4096} bytes (the expected output has {size}); not compared" in (
+        run.items["p1/s1[0]"]["message"]
+    )
+
+
+def _run(exit_code=0, stdout="1\n", timed_out=False, overflowed=False) -> ProgramRun:
+    result = RunResult("prog", None if timed_out else exit_code, timed_out, 0.1, "")
+    return ProgramRun(result, stdout, overflowed, 100)
+
+
+@pytest.mark.parametrize(
+    ("run", "outcome"),
+    [(_run(), None), (_run(stdout="1\nmore\n"), None), (_run(exit_code=3), "runtime_error"),
+     (_run(timed_out=True), "test_timeout"), (_run(overflowed=True), "wrong_output"), (_run(stdout="2\n"), "wrong_output")],
+)
+def test_what_a_run_means(run, outcome):
+    failure = judge(run, "1\n", 5.0)
+    assert (failure.outcome.value if failure else None) == outcome
+
+
+def test_the_noise_floor_and_the_net_ratio():
+    # Three trials of two runs each; start-up sums spread by 2 ms: the floor is 6 ms.
+    startup = [40.0, 42.0, 44.0]
+    assert noise_floor(startup, runs=2) == 6.0
+    assert noise_floor([40.0], runs=5) == 5.0  # one trial: no spread, 1 ms a run
+    slow = [140.0, 142.0, 144.0]  # 100 ms of work a trial
+    assert net_ratio(slow, [45.0, 47.0, 49.0], startup, 6.0) is None  # 5 ms of work: noise
+    assert net_ratio(slow, [60.0, 62.0, 64.0], startup, 6.0) == (5.0, 5.0, 5.0)
+    # One trial dips below the floor: it counts at the floor, and the interval stays finite.
+    point, low, high = net_ratio(slow, [60.0, 44.0, 64.0], startup, 6.0)
+    assert point == 5.0 and low == 5.0 and high == pytest.approx(100 / 6)
+
+
+def test_pies_speedup_counts_startup_and_the_net_one_is_apart():
+    # The real case of the issue, over 5 tests: 735 ms against 218 ms, start-up ~210 ms of it.
+    startup = [210.0, 214.0, 206.0]
+    totals = {"input": [735.0, 740.0, 730.0], "candidate": [218.0, 221.0, 215.0], "reference": [400.0, 404.0, 396.0]}
+    figures = speedup_figures(totals, startup, noise_floor(startup, runs=5))
+    assert figures["speedup"] == 3.3716 and 3.3 < figures["ci_low"] <= figures["ci_high"] < 3.4
+    assert figures["net_speedup"] is None and figures["net_ci_low"] is None  # 8 ms of own work, floor 12 ms
+    assert figures["reference_speedup"] == 1.8375 and figures["reference_net_speedup"] == 2.7632
+    # C++: no interpreter, no net figures at all.
+    assert "net_speedup" not in speedup_figures({"input": [10.0], "candidate": [5.0]}, None, 0.0)
 
 
 SAMPLE = Path(__file__).parents[1] / "datasets" / "pie"
