@@ -92,8 +92,10 @@ def probe_toolkit(runner: Runner, workdir: Path) -> dict[str, Any]:
     """nvcc's release and where it lives: {"version": "13.0", "root": ..., "library_dirs":
     [...]}, or {"error": ...} without a toolkit."""
     result = runner.run(_TOOLKIT_PROBE, cwd=workdir, timeout=120)
+    if result.exit_code == 127:
+        return {"error": runner.missing("nvcc") or "no CUDA toolkit: nvcc is not on PATH"}
     if not result.ok:
-        return {"error": "no CUDA toolkit: nvcc is not on PATH" if result.exit_code == 127 else f"nvcc failed: {result.tail(5)}"}
+        return {"error": f"nvcc failed: {result.tail(5)}"}
     version, _, dryrun = result.output.partition("--- dryrun")
     match = re.search(r"release (\d+\.\d+)", version)
     if match is None:

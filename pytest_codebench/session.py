@@ -47,10 +47,17 @@ class CodebenchSession:
             return DatasetFile.from_parent(parent, path=file_path, benchmark=self.benchmark)
         return None
 
+    @functools.cached_property
+    def runner_info(self) -> dict[str, Any]:
+        """What the runner says its commands execute in (a container image, and why)."""
+        return self.runner_class.describe(self.context, self.benchmark.name)
+
     def pytest_report_header(self) -> list[str]:
+        summary = self.runner_info.get("summary")
         return [
             f"codebench: {self.benchmark.name} on {self.dataset_path}",
             f"codebench: runner {self.settings['runner']}, run directory {self.context.run_dir}",
+            *([f"codebench: {summary}"] if summary else []),
         ]
 
     # -- results ------------------------------------------------------------------------------

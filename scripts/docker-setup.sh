@@ -3,7 +3,10 @@
 #   - installs docker.io and debootstrap (Debian packages) when missing,
 #   - starts dockerd in the background when no engine answers,
 #   - builds the base image (default codebench-base:bookworm) from Debian's packages.
-# The benchmark images are built FROM it by the plugin itself (--codebench-docker-base).
+# The plugin builds the benchmark images FROM it when their own base (nvidia/cuda, python)
+# cannot be pulled, or when it is named with --codebench-docker-base; ComputeEval's then gets
+# the host's CUDA toolkit mounted read-only (see README, "Grading in containers"). Under
+# another name than the default, pass that name with --codebench-docker-base.
 # Usage: scripts/docker-setup.sh [IMAGE]     (prints the base image name last)
 set -euo pipefail
 base=${1:-codebench-base:bookworm}

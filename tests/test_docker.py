@@ -4,15 +4,24 @@ is set (.ci/run sets it), where they fail: CI can never skip them silently."""
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
 import tempfile
 
 import docker
 import packs
 import pytest
+from test_sample import EXPECTED
+
+from pytest_codebench.cuda import version_tuple
+from pytest_codebench.runners.docker_images import HostToolkit, declared, host_cuda_toolkit, parse_dryrun
 
 BASE = packs.DOCKER_BASE
 DOCKER = ["--codebench-runner", "docker", "--codebench-docker-base", BASE]
 FORCE = "--codebench-run-without-gpu"
+HOST_TOOLKIT = host_cuda_toolkit()
+needs_host_nvcc = pytest.mark.skipif(isinstance(HOST_TOOLKIT, str), reason=f"no CUDA toolkit here: {HOST_TOOLKIT}")
 
 
 pytestmark = pytest.mark.usefixtures("engine")
@@ -39,12 +48,13 @@ def categories(run) -> dict[str, str]:
 
 
 def test_the_docker_runner_grades_like_the_local_one(pytester, codebench, engine):
-    problems = [packs.problem("T/1"), packs.problem("T/slow", test_command="sleep 30", timeout_seconds=2)]
+    # Every failure comes from a solution: the problems' references pass here.
+    problems = [packs.problem("T/1"), packs.problem("T/slow", timeout_seconds=2)]
     solutions = [
         packs.solution("T/1", packs.RIGHT),
         packs.solution("T/1", packs.WRONG),
         packs.solution("T/1", "int add(int a, int b) { return a +; }\n"),
-        packs.solution("T/slow"),
+        packs.solution("T/slow", "#include \"add.h\"\nint add(int a, int b) { for (;;) {} }\n"),
     ]
     args = dataset(pytester, *problems, solutions=solutions)
     in_docker = codebench(*args, FORCE, *DOCKER)
@@ -67,10 +77,16 @@ def test_hostile_commands_are_contained_and_reported(pytester, codebench, engine
         "T/flood": "yes",
         "T/disk": "dd if=/dev/zero of=big bs=1M count=4096",
         "T/background": "sleep 300 & exit 0",
-        "T/after": "./test.out",
     }
-    problems = [packs.problem(task, test_command=command, timeout_seconds=5) for task, command in hostile.items()]
-    run = codebench(*dataset(pytester, *problems), FORCE, *DOCKER, "--codebench-docker-max-file", "8m",
+    # The solution does the harm (its act.sh); the reference's act.sh is harmless and passes.
+    def acting(task: str, script: str) -> dict:
+        return packs.solution(task, files=[{"path": "act.sh", "content": script + "\n"}])
+
+    problems = [packs.problem(task, build_command=None, test_command="sh ./act.sh", timeout_seconds=5,
+                              baseline_solution=acting(task, "true")) for task in hostile]
+    problems.append(packs.problem("T/after"))  # runs after the others: nothing of theirs is left
+    solutions = [*(acting(task, command) for task, command in hostile.items()), packs.solution("T/after")]
+    run = codebench(*dataset(pytester, *problems, solutions=solutions), FORCE, *DOCKER, "--codebench-docker-max-file", "8m",
                     "--codebench-docker-pids", "64", "--codebench-output-limit", "4096")
     got = categories(run)
     message = {name: item["message"] for name, item in run.items.items()}
@@ -203,3 +219,143 @@ def test_pie_grades_in_its_own_image(pytester, codebench, engine):
     run = codebench("--codebench-config", str(config), *DOCKER, benchmark="pie")
     assert categories(run) == {"p1/s1[0]": "passed", "p1/s1[1]": "wrong_output"}
     assert leftovers(engine, pytester) == []
+
+
+# -- which image, and the host's CUDA toolkit where the image has none ----------------------------
+
+
+def report_of(pytester: pytest.Pytester) -> dict:
+    return json.loads((pytester.path / "report.json").read_text())
+
+
+def reasons(run) -> dict[str, str]:
+    return {name: item["message"].strip() for name, item in run.items.items()}
+
+
+@needs_host_nvcc
+@pytest.mark.parametrize("xdist_args", [["-n", "2"]], ids=["xdist"])  # seven nvcc builds a run
+def test_computeeval_builds_with_the_host_toolkit_when_the_image_has_none(pytester, codebench):
+    # The base has no CUDA and Docker Hub is out of reach: the items build with the host's
+    # nvcc inside the container, and only the missing GPU keeps them from running.
+    run = codebench(*DOCKER, "--codebench-report", str(pytester.path / "report.json"))
+    environment = report_of(pytester)["environment"]
+    column = "gpu" if environment["gpu"].get("gpus") else "no_gpu"
+    assert {name: run.outcome(name) for name in run.items} == {
+        name: outcome[column] for name, outcome in EXPECTED.items() if outcome["label"] == "baseline"
+    }
+    assert not [reason for reason in reasons(run).values() if "no CUDA toolkit" in reason]
+    if column == "no_gpu":
+        built = ["CUDA/1[0]", "CUDA/2[0]", "CUDA/3[0]", "CUDA/4[0]", "cccl/1[0]", "cccl/2[0]"]
+        started = {name: reasons(run)[name].startswith("no usable CUDA GPU; build ok") for name in built}
+        assert started == dict.fromkeys(built, True)
+    # The toolkit probed inside the container is the host's.
+    assert environment["toolkit"]["version"] == HOST_TOOLKIT.release
+    if version_tuple(HOST_TOOLKIT.release) < (13, 1):
+        assert f"requires CUDA toolkit >= 13.1; nvcc here is {HOST_TOOLKIT.release}" in reasons(run)["cutile/1[0]"]
+    # The choice and its reason are in the header and the report.
+    run.result.stdout.fnmatch_lines(
+        [f"codebench: docker image pytest-codebench/computeeval-host-nvcc:*FROM {BASE}*"
+         f"the host's CUDA toolkit {HOST_TOOLKIT.root} (release {HOST_TOOLKIT.release}) is mounted read-only*"]
+    )
+    assert environment["runner"]["mounts"] == [HOST_TOOLKIT.root]
+    assert environment["runner"]["missing"] == {}
+
+
+@needs_host_nvcc
+def test_the_host_toolkit_is_mounted_read_only(pytester):
+    pytester.makepyfile(
+        f"""
+        import os
+
+        ROOT = {HOST_TOOLKIT.root!r}
+
+        def test_the_toolkit_serves_but_cannot_be_changed(codebench_container):
+            assert codebench_container.run("nvcc --version").ok
+            # Read-only, not merely someone else's: a writable mount would say "Permission denied".
+            planted = codebench_container.run(f"touch {{ROOT}}/planted; mkdir {{ROOT}}/bin/planted")
+            assert not planted.ok and planted.output.count("Read-only file system") == 2, planted.output
+            assert not os.path.exists(ROOT + "/planted") and not os.path.exists(ROOT + "/bin/planted")
+            assert codebench_container.run("touch planted").ok  # the workspace stays writable
+        """
+    )
+    result = pytester.runpytest_subprocess(
+        "--codebench=computeeval", "--codebench-docker-base", BASE, "test_the_host_toolkit_is_mounted_read_only.py"
+    )
+    result.assert_outcomes(passed=1)
+
+
+def path_without_nvcc() -> str:
+    return os.pathsep.join(d for d in os.environ["PATH"].split(os.pathsep) if not shutil.which("nvcc", path=d))
+
+
+def test_without_a_toolkit_anywhere_the_ways_out_are_named(pytester, codebench, monkeypatch):
+    monkeypatch.setenv("PATH", path_without_nvcc())
+    run = codebench(*DOCKER, "--codebench-report", str(pytester.path / "report.json"))
+    assert {name: run.outcome(name) for name in run.items} == {name: "skipped" for name in run.items}
+    assert all(reason.startswith("no CUDA toolkit") for reason in reasons(run).values())
+    missing = report_of(pytester)["environment"]["runner"]["missing"]["nvcc"]
+    assert "has no nvcc, and this machine has no nvcc on PATH either" in missing
+    assert "--codebench-image" in missing and "install a CUDA toolkit on this machine" in missing
+    run.result.stdout.fnmatch_lines(
+        ["codebench: docker image pytest-codebench/computeeval:*; no CUDA toolkit:*--codebench-image*install*"]
+    )
+
+
+@pytest.mark.parametrize("xdist_args", [[]], ids=["serial"])
+def test_without_a_toolkit_anywhere_each_item_names_the_ways_out(pytester, codebench, monkeypatch):
+    monkeypatch.setenv("PATH", path_without_nvcc())
+    run = codebench(*DOCKER, "--codebench-dataset", str(packs.write_problems(pytester.path / "p.tar.gz", [packs.problem("T/1")])))
+    reason = reasons(run)["T/1[0]"]
+    assert reason.startswith("no CUDA toolkit") and "--codebench-image" in reason and "install a CUDA toolkit" in reason
+
+
+@pytest.mark.parametrize("xdist_args", [[]], ids=["serial"])
+def test_a_given_image_is_used_as_given_and_what_it_lacks_is_said(pytester, codebench):
+    problem = packs.problem("T/1", build_command=None, test_command="true", min_cuda_toolkit=None)
+    run = codebench(*dataset(pytester, problem), FORCE, "--codebench-runner", "docker", "--codebench-image", BASE)
+    assert categories(run) == {"T/1[0]": "passed"}
+    run.result.stdout.fnmatch_lines(
+        [f"codebench: docker image {BASE}: given with --codebench-image; {BASE} has no nvcc: give an image that has it*"]
+    )
+
+
+def test_the_nvcc_dryrun_names_the_toolkit_behind_a_wrapper(tmp_path, monkeypatch):
+    # A wrapper script in another folder, as /usr/local/bin/nvcc can be: the toolkit is where
+    # nvcc itself says, and its link-time stubs never reach LD_LIBRARY_PATH.
+    toolkit = tmp_path.resolve() / "cuda-12.9"
+    for folder in ("bin", "include", "lib/stubs"):
+        (toolkit / folder).mkdir(parents=True)
+    (toolkit / "bin" / "nvcc").write_text(
+        "#!/bin/sh\n"
+        'case "$1" in --version) echo "Cuda compilation tools, release 12.9, V12.9.41";; *)\n'
+        f'echo "#$ _HERE_={toolkit}/bin" >&2; echo "#$ TOP={toolkit}/bin/.." >&2\n'
+        f"echo '#$ INCLUDES=\"-I{toolkit}/bin/../include\"' >&2\n"
+        f"echo '#$ LIBRARIES=  \"-L{toolkit}/bin/../lib/stubs\" \"-L{toolkit}/bin/../lib\"' >&2;; esac\n"
+    )
+    wrapper = tmp_path / "wrap" / "nvcc"
+    wrapper.parent.mkdir()
+    wrapper.write_text(f'#!/bin/sh\nexec {toolkit}/bin/nvcc "$@"\n')
+    for script in (toolkit / "bin" / "nvcc", wrapper):
+        script.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{wrapper.parent}{os.pathsep}{path_without_nvcc()}")
+    found = host_cuda_toolkit()
+    assert found == HostToolkit(str(toolkit), f"{toolkit}/bin", (f"{toolkit}/lib",), "12.9")
+
+
+def test_a_toolkit_spread_over_the_system_is_not_mounted(tmp_path):
+    # As some distributions install it: nvcc in its folder, the headers in /usr/include.
+    tmp_path = tmp_path.resolve()
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "nvcc").write_text("")
+    dryrun = f'#$ TOP={tmp_path}/bin/..\n#$ INCLUDES="-I/usr/include"\n#$ LIBRARIES= "-L{tmp_path}/lib"\n'
+    why = f"the CUDA toolkit at {tmp_path} uses /usr/include, outside its folder, so it cannot be mounted as one"
+    assert parse_dryrun(dryrun) == why
+    assert parse_dryrun("#$ _SPACE_= \n") == "nvcc --dryrun names no TOP (its installation)"
+
+
+def test_the_images_declare_their_base_and_needs():
+    from importlib import resources
+
+    images = resources.files("pytest_codebench.images")
+    assert declared((images / "computeeval.Dockerfile").read_text()) == ("nvidia/cuda:13.0.1-devel-ubuntu24.04", ["nvcc"])
+    assert declared((images / "pie.Dockerfile").read_text()) == ("python:3.11-slim", [])

@@ -2,8 +2,9 @@
 
 One container per command: it starts from the image, so no sample sees what another left
 behind, and every process a command starts dies with its container, whatever it did to hide.
-The workspace is bind-mounted at /workspace and is the only writable mount of the host; the
-root filesystem is read-only and /tmp a small tmpfs. Copying the workspace in and out
+The workspace is bind-mounted at /workspace and is the only writable mount of the host (a
+host toolkit the image lacks, see docker_images, is mounted read-only); the root filesystem is
+read-only and /tmp a small tmpfs. Copying the workspace in and out
 (put_archive/get_archive) would keep host disk out of reach, but it costs two tar round
 trips per command, and the builds' outputs must survive into the test step anyway; a
 per-file size limit (RLIMIT_FSIZE) bounds what a command can write instead.
@@ -12,24 +13,23 @@ per-file size limit (RLIMIT_FSIZE) bounds what a command can write instead.
 from __future__ import annotations
 
 import os
+import platform
 import re
 import threading
 import time
 from collections.abc import Mapping
-from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import docker
 import docker.errors
-import requests.exceptions
 from docker.types import DeviceRequest, LogConfig, Ulimit
-from filelock import FileLock
+from docker.utils import parse_repository_tag
 
-from .. import __version__
 from ..errors import HarnessError
 from ..options import Option
 from . import PROVISION_SCRIPT, Environment, OutputCap, Runner, RunResult, allowed_names
+from .docker_images import ENGINE_ERRORS, ImageChoice, ImageChooser, choose, digest, engine_error
 
 if TYPE_CHECKING:
     from ..benchmark import RunContext
@@ -41,8 +41,6 @@ RECIPE_DIR = "/opt/codebench/recipe"
 ENV_PREFIX = "/opt/codebench/env"
 # Docker's own log of a container is kept small: the runner streams the output as it comes.
 LOG_CONFIG = LogConfig(type=LogConfig.types.JSON, config={"max-size": "1m", "max-file": "1"})
-# Errors the SDK raises when the daemon is gone or stops answering.
-ENGINE_ERRORS = (docker.errors.DockerException, requests.exceptions.ConnectionError)
 
 
 def _size(text: str) -> int:
@@ -53,10 +51,6 @@ def _size(text: str) -> int:
     return int(match.group(1)) * {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}[match.group(2)]
 
 
-def _engine_error(exc: BaseException) -> HarnessError:
-    return HarnessError(f"the Docker engine failed: {exc}")
-
-
 class DockerRunner(Runner):
     """Each command in a fresh, locked-down container of the benchmark's image."""
 
@@ -64,10 +58,15 @@ class DockerRunner(Runner):
     options = (
         Option(
             "image",
-            "Image to run in (default: pytest-codebench/BENCHMARK, built once from the benchmark's Dockerfile).",
+            "Image to run in (default: pytest-codebench/BENCHMARK, built once from the benchmark's Dockerfile;"
+            " where it lacks nvcc, the host's CUDA toolkit is mounted read-only).",
             metavar="IMAGE",
         ),
-        Option("docker-base", "Base image (FROM) when the default image is built.", metavar="IMAGE"),
+        Option(
+            "docker-base",
+            "Base image (FROM) when the default image is built (default: the Dockerfile's, else codebench-base:bookworm).",
+            metavar="IMAGE",
+        ),
         Option("docker-memory", "Memory limit of a container.", default="4g", parse=_size, metavar="SIZE"),
         Option("docker-cpus", "CPUs a container may use.", default=2.0, parse=float, metavar="N"),
         Option("docker-pids", "Processes a container may have at once.", default=256, parse=int, metavar="N"),
@@ -97,40 +96,29 @@ class DockerRunner(Runner):
             "ulimits": [Ulimit(name="fsize", soft=settings["docker-max-file"], hard=settings["docker-max-file"])],
         }
         self.client = connect()
-        self.image = settings["image"] or f"pytest-codebench/{benchmark}:{__version__}"
-        if not settings["image"]:
-            context.once(f"image-{benchmark}", lambda: self._build(benchmark, settings["docker-base"]))
-        elif not self._exists(self.image):
-            raise HarnessError(f"image {self.image} does not exist (build it, or leave out --codebench-image)")
+        self.choice = _choice(self.client, context, benchmark)
+        self.image = self.choice.image
+        # Host folders (a CUDA toolkit) every container sees read-only at their own path.
+        self.mounts = {path: {"bind": path, "mode": "ro"} for path in self.choice.mounts}
 
-    def _exists(self, image: str) -> bool:
+    @classmethod
+    def describe(cls, context: RunContext, benchmark: str) -> dict[str, Any]:
+        """The image chosen for the run (making the choice if no process has yet) and why."""
         try:
-            self.client.images.get(image)
-        except docker.errors.ImageNotFound:
-            return False
-        except ENGINE_ERRORS as exc:
-            raise _engine_error(exc) from None
-        return True
+            client = connect()
+            try:
+                choice = _choice(client, context, benchmark)
+            finally:
+                client.close()
+        except HarnessError as exc:
+            return {"summary": f"docker image: none ({exc})", "error": str(exc)}
+        return {"summary": choice.summary(), **choice.to_json()}
 
-    def _build(self, benchmark: str, base: str | None) -> str:
-        """Build the benchmark's image from its Dockerfile unless it exists; once per run."""
-        if self._exists(self.image):
-            return self.image
-        images = resources.files("pytest_codebench.images")
-        dockerfile = images / f"{benchmark}.Dockerfile"
-        if not dockerfile.is_file():
-            raise HarnessError(f"no Dockerfile for {benchmark}: give an image with --codebench-image")
-        self._build_image(self.image, Path(str(images)), f"{benchmark}.Dockerfile", {"BASE": base} if base else {})
-        return self.image
+    def missing(self, command: str) -> str | None:
+        return self.choice.missing.get(command)
 
-    def _build_image(self, tag: str, context: Path, dockerfile: str, buildargs: dict[str, str]) -> None:
-        try:
-            self.client.images.build(path=str(context), dockerfile=dockerfile, tag=tag, buildargs=buildargs, rm=True)
-        except docker.errors.BuildError as exc:
-            log = "".join(str(line.get("stream", line.get("error", ""))) for line in exc.build_log)
-            raise HarnessError(f"building {tag} failed: {exc}\n{log[-2000:]}") from None
-        except ENGINE_ERRORS as exc:
-            raise _engine_error(exc) from None
+    def fingerprint(self) -> str:
+        return f"{self.name}@{platform.node()}:{self.image}:{','.join(self.choice.mounts)}"
 
     def run(
         self,
@@ -146,7 +134,7 @@ class DockerRunner(Runner):
     ) -> RunResult:
         cap = OutputCap(self.output_limit)
         user = self._user(cwd, [path for path, writable in (shared or {}).items() if writable])
-        volumes = {str(cwd.resolve()): {"bind": WORKSPACE, "mode": "rw"}}
+        volumes = {**self.mounts, str(cwd.resolve()): {"bind": WORKSPACE, "mode": "rw"}}
         for path, writable in (shared or {}).items():
             volumes[str(path)] = {"bind": str(path), "mode": "rw" if writable else "ro"}
         try:
@@ -167,7 +155,7 @@ class DockerRunner(Runner):
                 **self.limits,
             )
         except ENGINE_ERRORS as exc:
-            raise _engine_error(exc) from None
+            raise engine_error(exc) from None
         try:
             return self._run(container, command, timeout, cap)
         finally:
@@ -186,9 +174,9 @@ class DockerRunner(Runner):
         except docker.errors.APIError as exc:
             if "could not select device driver" in str(exc):
                 raise HarnessError(f"the Docker engine cannot give containers a GPU (no NVIDIA runtime): {exc}") from None
-            raise _engine_error(exc) from None
+            raise engine_error(exc) from None
         except ENGINE_ERRORS as exc:
-            raise _engine_error(exc) from None
+            raise engine_error(exc) from None
         # Our own clock: the SDK's HTTP timeout reads, over a unix socket, like a dead engine.
         waiter = _Waiter(container)
         waiter.start()
@@ -202,7 +190,7 @@ class DockerRunner(Runner):
                 pass
             waiter.join(30)
         if waiter.error is not None and not timed_out:
-            raise _engine_error(waiter.error)
+            raise engine_error(waiter.error)
         reader.join(timeout=10)
         exit_code = None if timed_out else waiter.exit_code
         return RunResult(
@@ -231,16 +219,16 @@ class DockerRunner(Runner):
         machine: from the recipe's own Dockerfile (``FROM ${BASE}``, the base given by
         ``--codebench-docker-base``), or else on the benchmark's image, installing the
         recipe at /opt/codebench/env."""
-        tag = f"{self.image.partition(':')[0]}-env:{key[:32]}"
+        # The tag names the image it is built on: a new base gives new environments.
+        tag = f"{parse_repository_tag(self.image)[0]}-env:{key[:32]}-{digest(self.image)}"
         own = (recipe / "Dockerfile").exists()
         if not own:
             (recipe / "Dockerfile").write_text(
                 f"FROM {self.image}\nCOPY . {RECIPE_DIR}\nRUN sh {RECIPE_DIR}/{PROVISION_SCRIPT} {ENV_PREFIX}\n"
             )
         base = self.context.settings["docker-base"]
-        with FileLock(str(self.context.lock_dir / f"image-{key}.lock")):
-            if not self._exists(tag):
-                self._build_image(tag, recipe, "Dockerfile", {"BASE": base} if own and base else {})
+        chooser = ImageChooser(self.client, self.context, {RUN_LABEL: self.run_id})
+        chooser.build(tag, recipe, "Dockerfile", {"BASE": base} if own and base else {})
         return Environment(key, "" if own else ENV_PREFIX, tag)
 
     def probe_gpus(self) -> dict[str, Any]:
@@ -251,6 +239,7 @@ class DockerRunner(Runner):
                 self.image,
                 ["/bin/sh", "-c", query],
                 device_requests=[DeviceRequest(count=-1, capabilities=[["gpu"]])],
+                volumes=self.mounts,
                 network_mode="none",
                 labels={RUN_LABEL: self.run_id},
             )
@@ -301,6 +290,13 @@ class _Waiter(threading.Thread):
             self.exit_code = self.container.wait()["StatusCode"]
         except ENGINE_ERRORS as exc:
             self.error = exc
+
+
+def _choice(client: docker.DockerClient, context: RunContext, benchmark: str) -> ImageChoice:
+    """The run's image, chosen by the first process that asks (docker_images.choose)."""
+    labels = {RUN_LABEL: context.run_dir.name}
+    stored = context.once(f"docker-image-{benchmark}", lambda: choose(client, context, benchmark, labels).to_json())
+    return ImageChoice.from_json(stored)
 
 
 def connect() -> docker.DockerClient:
