@@ -59,11 +59,15 @@ for c in {COMPILERS}; do
     chmod +x "{STATE}/cc/$c"
 done
 export PATH="$PWD/{STATE}/cc:$PATH"
+# torch's cpp_extension puts ccache or sccache in front of the compiler itself when it finds
+# one on PATH; in front of these wrappers that is a second cache keyed on a wrapper written
+# anew in every workspace, which never hits (real Scorch: every kernel missed).
+export TORCH_NO_COMPILER_WRAPPER=1
 """
 
 CCACHE = """\
 export CCACHE_DIR={directory} CCACHE_NOHASHDIR=1 CCACHE_BASEDIR="$PWD" CCACHE_TEMPDIR="$PWD/.tmp/ccache" \\
-    CCACHE_STATSLOG="$PWD/{state}/ccache.log"
+    CCACHE_STATSLOG="$PWD/{state}/ccache.log" CCACHE_COMPILERCHECK=content
 {readonly}"""
 
 # The server reads its settings when it starts: started here, before the model's code runs,
