@@ -120,7 +120,10 @@ class Provisioner:
         commit = case.record["base_commit"]
         # Named after how commands go through the cache as well: a harness that compiles
         # another way (other wrappers, paths, settings) would never hit what this one stored.
-        layout = hashlib.sha256((PREAMBLE + cache.shell(writable=True)).encode()).hexdigest()[:12]
+        # And after what the tree runs: another test command compiles other kernels, and its
+        # tests that fail before any patch are other tests.
+        steps = json.dumps([case.record.get("setup_commands"), case.record["test_command"], self.settings["run-tests"]], default=str)
+        layout = hashlib.sha256((PREAMBLE + cache.shell(writable=True) + steps).encode()).hexdigest()[:12]
         marker = cache.directory / f"baseline-{commit}-{layout}.json"
         with FileLock(str(cache.baseline_lock(commit))):
             if not marker.exists():
