@@ -6,7 +6,7 @@ import math
 from collections import defaultdict
 from typing import Any
 
-from .reporting import graded
+from .reporting import examples, graded
 from .verdict import Outcome
 
 
@@ -60,10 +60,9 @@ def describe_pass_at_k(prefix: str, metrics: dict[str, Any]) -> str:
     return f"{prefix} " + "; ".join(parts) + f" ({metrics['problems']} problem{plural}){here}"
 
 
-def describe_excluded(metrics: dict[str, Any], examples: int = 3) -> list[str]:
+def describe_excluded(metrics: dict[str, Any]) -> list[str]:
     """The problems left out of pass@k, a few by name (the skip and error lines say why)."""
     excluded = metrics["excluded"]
     if not excluded:
         return []
-    more = f", and {len(excluded) - examples} more" if len(excluded) > examples else ""
-    return [f"left out of pass@k (no graded sample): {len(excluded)}: {', '.join(excluded[:examples])}{more}"]
+    return [f"left out of pass@k (no graded sample): {len(excluded)}: {examples(excluded)}"]

@@ -81,8 +81,14 @@ def counts(results: list[dict[str, Any]]) -> dict[str, int]:
     return {name: count for name, count in tally.items() if count}
 
 
-# How many items a grouped skip or error names as examples.
+# How many items a grouped line names as examples.
 EXAMPLES = 3
+
+
+def examples(names: list[str]) -> str:
+    """The first few of ``names`` and how many more there are: "a, b, c, and 4 more"."""
+    more = f", and {len(names) - EXAMPLES} more" if len(names) > EXAMPLES else ""
+    return ", ".join(names[:EXAMPLES]) + more
 
 
 def cause(result: dict[str, Any]) -> str:
@@ -106,8 +112,7 @@ def outcome_lines(results: list[dict[str, Any]]) -> list[str]:
                 items.setdefault(cause(result), []).append(result["id"])
         for reason, ids in sorted(items.items()):
             ids.sort()  # the same lines whatever order xdist finished the items in
-            more = f", and {len(ids) - EXAMPLES} more" if len(ids) > EXAMPLES else ""
-            lines.append(f"{status.value} ({len(ids)}): {reason} [{', '.join(ids[:EXAMPLES])}{more}]")
+            lines.append(f"{status.value} ({len(ids)}): {reason} [{examples(ids)}]")
     return lines
 
 
