@@ -217,9 +217,14 @@ def test_the_speedup_counts_interpreter_startup_as_pie_does(pytester, pie):
     assert item["outcome"] == "passed"
     assert 1.0 < fast["ci_low"] <= fast["speedup"] <= fast["ci_high"] < 20
     assert fast["startup_ms"] > 0 and fast["noise_floor_ms"] > 0
-    # FAST's net time is at the noise floor: its net ratio means nothing, and says so.
-    assert fast["net_speedup"] is None and fast["net_ci_high"] is None and fast["reference_net_speedup"] is None
-    assert "net of start-up: not meaningful (a net time at or below the noise floor)" in item["reason"]
+    # FAST's net time sits at the noise floor, so which side of it a run lands on is the
+    # machine's noise (CI once saw the reference's at 13x): the rule itself is tested on
+    # made-up times below. Here the reason must say what the figures say, either way.
+    if fast["net_speedup"] is None:
+        assert fast["net_ci_high"] is None
+        assert "net of start-up: not meaningful (a net time at or below the noise floor)" in item["reason"]
+    else:
+        assert f"net of start-up {fast['net_speedup']:.3f}x" in item["reason"]
     run.result.stdout.fnmatch_lines(["interpreter start-up: * ms a run, counted in every time as PIE counts it*"])
 
 
