@@ -15,16 +15,15 @@ import tempfile
 import time
 from pathlib import Path
 
-from pytest_codebench.benchmark import RunContext
+from pytest_codebench.context import RunContext
+from pytest_codebench.options import Settings
 from pytest_codebench.runners.docker import DockerRunner
 from pytest_codebench.runners.local import LocalRunner
 
 
-def settings(base: str) -> dict[str, object]:
-    return {
-        "output-limit": 256 * 1024, "env": [], "image": None, "docker-base": base, "docker-memory": 4 << 30,
-        "docker-cpus": 2.0, "docker-pids": 256, "docker-tmpfs": "512m", "docker-max-file": 1 << 30,
-    }
+def settings(base: str) -> Settings:
+    # Every other option keeps its default.
+    return Settings({"benchmark": "computeeval", "docker-base": base})
 
 
 def per_command(runner: object, workspace: Path, count: int) -> float:
@@ -69,9 +68,10 @@ def main() -> None:
         root = Path(tmp)
         run_dir = root / "run"
         run_dir.mkdir()
+        # Outside pytest there is no config; the runners never read it.
         context = RunContext(None, settings(args.base), run_dir, root / "locks", 1)  # type: ignore[arg-type]
-        docker_runner = DockerRunner(context, "computeeval")  # builds the image if missing
-        local_runner = LocalRunner(context, "computeeval")
+        docker_runner = DockerRunner(context)  # builds the image if missing
+        local_runner = LocalRunner(context)
         workspace = root / "ws"
         workspace.mkdir()
         per_command(docker_runner, workspace, 3)  # warm the image's layers and the client

@@ -1,17 +1,16 @@
-"""The interface a benchmark implements, and the records that flow through the core.
+"""The interface a benchmark implements, and how its tasks meet the model's samples.
 
 A benchmark reads its formats into :class:`Case` records (one per task sample), prepares each
-case's workspace and grades it with a runner. It registers under the entry point group
-``pytest_codebench.benchmarks``; the core never imports one by name.
+case's workspace and grades it through a :class:`~pytest_codebench.grading.Grading`. It
+registers under the entry point group ``pytest_codebench.benchmarks``; the core never imports
+one by name.
 """
 
 from __future__ import annotations
 
 import abc
 import dataclasses
-import json
-import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from importlib import resources
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -19,103 +18,49 @@ from typing import Any, ClassVar
 
 import pytest
 
+from .cases import Case, Dataset
+from .context import RunContext, slug
 from .errors import HarnessError
-from .once import once
-from .options import Option, Settings
-from .runners import Runner, RunResult
+from .grading import Grading
+from .options import DATASET, Option
+from .reporting import ItemResult, Summary
 from .verdict import Verdict
+
+__all__ = ["Benchmark", "Case", "Dataset", "RunContext", "Sample", "Summary", "join_samples", "slug"]
 
 ENTRY_POINT_GROUP = "pytest_codebench.benchmarks"
 
 
 @dataclasses.dataclass(frozen=True)
-class Case:
-    """One test item: a task record and one sample of the model's answer for it.
+class Sample:
+    """One of the model's answers as its file gives it: the task it answers, the answer, the
+    line it starts on (1-based) and, when it cannot be graded, why."""
 
-    A record that could not be read still becomes a case, with ``error`` saying why, so one
-    bad line is reported as an error of its own and never hides the others.
-    """
-
-    id: str
     task_id: str
-    sample: int
-    record: dict[str, Any] = dataclasses.field(default_factory=dict)
-    solution: dict[str, Any] | None = None
-    group: str | None = None
-    timeout: float | None = None
+    solution: dict[str, Any]
+    line: int
     error: str | None = None
-    line: int = 0  # where the sample's record starts in its file (0-based), for reports
 
 
-@dataclasses.dataclass(frozen=True)
-class Dataset:
-    """What a benchmark loaded: its cases and what identifies the data they came from."""
-
-    path: str
-    sha256: str
-    release: str | None
-    cases: list[Case]
-
-    def to_json(self) -> dict[str, Any]:
-        # Shallow on purpose: records are JSON already, and asdict's deep copy of every
-        # record costs seconds on a large dataset.
-        return {**vars(self), "cases": [vars(case) for case in self.cases]}
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Dataset:
-        return cls(**{**data, "cases": [Case(**case) for case in data["cases"]]})
-
-
-@dataclasses.dataclass(frozen=True)
-class Summary:
-    """A benchmark's account of a run: lines for the terminal, figures for the JSON report,
-    and the score (in percent) that ``--codebench-fail-under`` compares against."""
-
-    lines: list[str]
-    metrics: dict[str, Any]
-    score: float | None
-
-
-@dataclasses.dataclass(frozen=True)
-class RunContext:
-    """What a benchmark may use of the run: the pytest config, the settings, the run directory
-    shared by every xdist worker, the machine-wide lock directory and the number of workers."""
-
-    config: pytest.Config
-    settings: Settings
-    run_dir: Path
-    lock_dir: Path
-    workers: int
-
-    def once(self, key: str, compute: Callable[[], Any]) -> Any:
-        return once(self.run_dir / "once", key, compute)
-
-    def stored(self, key: str) -> Any:
-        """What ``once(key, ...)`` computed in this run, if any process did."""
-        path = self.run_dir / "once" / f"{key}.json"
-        return json.loads(path.read_text()).get("value") if path.exists() else None
-
-    def write_log(self, case: Case, phase: str, result: RunResult) -> str:
-        """Keep the whole (capped) output of one command of ``case``; returns its path."""
-        directory = self.run_dir / "logs" / slug(case.id)
-        directory.mkdir(parents=True, exist_ok=True)
-        path = directory / f"{phase}.log"
-        status = "timed out" if result.timed_out else f"exit code {result.exit_code}"
-        path.write_text(f"$ {result.command}\n# {status} after {result.seconds:.2f} s\n{result.output}")
-        return str(path)
-
-
-def slug(text: str) -> str:
-    """A file name for an item id (``CUDA/3[0]`` -> ``CUDA_3_0``)."""
-    return re.sub(r"[^\w.-]+", "_", text).strip("_") or "_"
-
-
+def join_samples(tasks: Sequence[str], samples: Iterable[Sample], case: Callable[[Sample, int], Case]) -> list[Case]:
+    """The one way tasks meet samples: each task's samples numbered from 0 in the order given,
+    made into cases by ``case(sample, number)``, in the order of ``tasks`` (samples of tasks
+    not among them last, in the order given)."""
+    order = {task_id: index for index, task_id in enumerate(tasks)}
+    numbers: dict[str, int] = {}
+    cases = []
+    for sample in samples:
+        number = numbers.get(sample.task_id, 0)
+        numbers[sample.task_id] = number + 1
+        cases.append(case(sample, number))
+    # sorted() is stable: an unknown task's samples keep their order.
+    return sorted(cases, key=lambda made: order.get(made.task_id, len(order)))
 class Benchmark(abc.ABC):
     """One benchmark: its formats (``load``), its workspace (``prepare``), its grading
     (``grade``) and its metrics (``summarize``)."""
 
     name: ClassVar[str]
-    options: ClassVar[Sequence[Option]] = ()
+    options: ClassVar[Sequence[Option[Any]]] = ()
     #: The bundled sample graded when no ``--codebench-dataset`` is given, relative to
     #: the ``pytest_codebench.datasets`` package (the repository's ``datasets/`` folder).
     default_dataset: ClassVar[str]
@@ -126,7 +71,7 @@ class Benchmark(abc.ABC):
 
     def dataset_path(self) -> Path:
         """The dataset file this run grades: ``--codebench-dataset`` or the bundled sample."""
-        given = self.settings["dataset"]
+        given = self.settings[DATASET]
         if given:
             return Path(given).resolve()
         return Path(str(resources.files("pytest_codebench.datasets") / self.default_dataset)).resolve()
@@ -146,23 +91,24 @@ class Benchmark(abc.ABC):
     def prepare(self, case: Case, workspace: Path) -> str | None:
         """Write the case's files into the empty ``workspace``.
 
-        Returns why the solution's files were rejected (they are then not written), or None.
+        Returns why the solution's files were rejected (they are then not written, and the
+        core concludes ``invalid_solution`` without grading), or None.
         """
         return None
 
     @abc.abstractmethod
-    def grade(self, case: Case, workspace: Path, rejected: str | None, runner: Runner) -> Verdict:
+    def grade(self, grading: Grading) -> Verdict:
         """Grade a prepared case. Harness trouble raises HarnessError or returns an ERROR verdict."""
 
     @abc.abstractmethod
-    def summarize(self, results: list[dict[str, Any]]) -> Summary:
-        """Metrics over the results of every item (see ``ItemResult`` in the plugin)."""
+    def summarize(self, results: list[ItemResult]) -> Summary:
+        """Metrics over the results of every item."""
 
     def report_info(self) -> dict[str, Any]:
         """Extra facts for the JSON report (probed toolkit, GPU...)."""
         return {}
 
-    def finish(self, results: list[dict[str, Any]]) -> None:
+    def finish(self, results: list[ItemResult]) -> None:
         """On the controller, once every item is graded: write the benchmark's own outputs."""
 
 

@@ -12,10 +12,10 @@ import re
 import subprocess
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
-    from .runners import Runner
+    from .runners import GpuProbe, Runner
 
 # Run with `python -c`; prints one JSON object: {"gpus": [...]} or {"error": "..."}.
 _PROBE = r"""
@@ -47,7 +47,7 @@ print(json.dumps({"gpus": gpus}))
 _DATACENTER = re.compile(r"\b(A100|A30|A40|A10|A16|A2|H100|H200|H20|H800|GH200|B100|B200|GB200|L4|L40S?|T4|V100|P100)\b")
 
 
-def probe_gpus(timeout: float = 60) -> dict[str, Any]:
+def probe_gpus(timeout: float = 60) -> GpuProbe:
     """{"gpus": [{"index", "name", "compute_capability"}...]}, or {"error": why there is none}."""
     try:
         done = subprocess.run(
@@ -56,7 +56,7 @@ def probe_gpus(timeout: float = 60) -> dict[str, Any]:
     except subprocess.TimeoutExpired:
         return {"error": f"the CUDA driver did not answer within {timeout:.0f} s"}
     try:
-        return json.loads(done.stdout.strip().splitlines()[-1])
+        return cast("GpuProbe", json.loads(done.stdout.strip().splitlines()[-1]))
     except (IndexError, json.JSONDecodeError):
         return {"error": f"the GPU probe failed: {done.stderr.strip()[-500:]}"}
 

@@ -12,17 +12,16 @@ from typing import Any, NoReturn, TypeVar
 
 import pytest
 
-from .benchmark import Case, RunContext, slug
+from .cases import Case
 from .checkout import Mirror, resolve_url
+from .context import SETTINGS_KEY, RunContext, slug
 from .errors import DatasetError, HarnessError
-from .once import LOCK_DIR, SlotPool
-from .options import Settings
-from .runners import Runner, RunResult
+from .grading import VERDICT_KEY, Grading
+from .once import SlotPool
+from .options import BENCHMARK, CACHE_DIR, KEEP_WORKSPACES, REPO
+from .runners import GpuProbe, Runner, RunResult
 from .session import STATE_KEY, CodebenchSession
 from .verdict import Outcome, Verdict
-
-VERDICT_KEY = pytest.StashKey[Verdict]()
-SETTINGS_KEY = pytest.StashKey[Settings]()
 # Where an engine must be there (CI), its absence fails container fixtures instead of skipping.
 REQUIRE_DOCKER = "CODEBENCH_REQUIRE_DOCKER"
 GPU_WAIT_SECONDS = 3600
@@ -91,7 +90,7 @@ def codebench_workspace(request: pytest.FixtureRequest, codebench_case: Case) ->
     path.mkdir(parents=True)
     rejected = _harness(lambda: session.benchmark.prepare(codebench_case, path))
     yield Workspace(path, rejected)
-    if not session.settings["keep-workspaces"]:
+    if not session.settings[KEEP_WORKSPACES]:
         shutil.rmtree(path, ignore_errors=True)
 
 
@@ -105,18 +104,15 @@ def codebench_verdict(
     """The grade of this item. It is computed during setup, so that harness trouble (an
     ``error`` verdict) is reported as an error and never as a failure of the model."""
     session = _session(request)
-    verdict = _harness(
-        lambda: session.benchmark.grade(
-            codebench_case, codebench_workspace.path, codebench_workspace.rejected, codebench_runner
-        )
-    )
+    if codebench_workspace.rejected is not None:
+        verdict = Verdict(Outcome.INVALID_SOLUTION, codebench_workspace.rejected)
+    else:
+        grading = Grading(session.context, codebench_case, codebench_workspace.path, codebench_runner)
+        verdict = _harness(lambda: session.benchmark.grade(grading))
     request.node.stash[VERDICT_KEY] = verdict
     if verdict.outcome is Outcome.ERROR:
         pytest.fail(verdict.describe(), pytrace=False)
     return verdict
-
-
-SCORCH_URL = "https://github.com/bobbyyyan/scorch.git"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -128,7 +124,9 @@ class Checkout:
     commit: str
 
 
-def _checkout(request: pytest.FixtureRequest, tmp_path: Path, default_url: str | None) -> Iterator[Checkout]:
+def checkout(request: pytest.FixtureRequest, tmp_path: Path, default_url: str | None) -> Iterator[Checkout]:
+    """The body of ``codebench_checkout``, and of a benchmark's own checkout fixture that
+    knows its repository (``default_url``)."""
     settings = request.config.stash[SETTINGS_KEY]
     marker = request.node.get_closest_marker("codebench_repo")
     given = dict(zip(("url", "commit"), marker.args, strict=False)) | marker.kwargs if marker else {}
@@ -137,8 +135,8 @@ def _checkout(request: pytest.FixtureRequest, tmp_path: Path, default_url: str |
     # A relative path is relative to where pytest started (the option), to the dataset (a
     # task's repo_url) or to the rootdir (a marker).
     session = request.config.stash.get(STATE_KEY, None)
-    if settings["repo"]:
-        url = resolve_url(settings["repo"], request.config.invocation_params.dir)
+    if settings[REPO]:
+        url = resolve_url(settings[REPO], request.config.invocation_params.dir)
     elif given.get("url"):
         url = resolve_url(given["url"], request.config.rootpath)
     elif record and session is not None:
@@ -147,7 +145,7 @@ def _checkout(request: pytest.FixtureRequest, tmp_path: Path, default_url: str |
         url = default_url
     else:
         pytest.fail("codebench_checkout needs a repository: @pytest.mark.codebench_repo(URL, COMMIT) or --codebench-repo", pytrace=False)
-    mirror = Mirror(url, Path(settings["cache-dir"]))
+    mirror = Mirror(url, Path(settings[CACHE_DIR]))
     path = tmp_path / "checkout"
     sha = _harness(lambda: mirror.worktree(commit, path))
     try:
@@ -162,14 +160,7 @@ def codebench_checkout(request: pytest.FixtureRequest, tmp_path: Path) -> Iterat
     (``repo_url``, ``base_commit``), or ``@pytest.mark.codebench_repo(URL, COMMIT)`` on your
     own test; ``--codebench-repo`` overrides the URL. Cloned from a mirror in
     ``--codebench-cache-dir`` fetched once per machine; removed after the test."""
-    yield from _checkout(request, tmp_path, None)
-
-
-@pytest.fixture
-def scorch_checkout(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Checkout]:
-    """``codebench_checkout`` of the Scorch repository (TensorBench's), at the task's base
-    commit, the ``codebench_repo`` marker's commit, or the head of its default branch."""
-    yield from _checkout(request, tmp_path, SCORCH_URL)
+    yield from checkout(request, tmp_path, None)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -195,19 +186,19 @@ def _unavailable(reason: str) -> NoReturn:
 def _codebench_docker(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runner]:
     from .runners.docker import DockerRunner
 
+    from .runners.docker_images import IMAGE
+
     session = request.config.stash.get(STATE_KEY, None)
     if session is not None:
-        context, benchmark = session.context, session.benchmark.name
+        context = session.context
     else:
         settings = request.config.stash[SETTINGS_KEY]
-        if not settings[""] and not settings["image"]:
+        if not settings[BENCHMARK] and not settings[IMAGE]:
             pytest.fail("codebench_container needs --codebench=NAME or --codebench-image=IMAGE", pytrace=False)
-        run_dir = tmp_path_factory.mktemp("codebench-run")
-        context = RunContext(request.config, settings, run_dir, LOCK_DIR, workers=1)
-        benchmark = settings[""] or "custom"
+        context = RunContext.create(request.config, settings, run_dir=tmp_path_factory.mktemp("codebench-run"))
     reason = None
     try:
-        runner = DockerRunner(context, benchmark)
+        runner = DockerRunner(context)
     except HarnessError as exc:
         reason = str(exc)  # skipped outside the except block: no chained traceback
     if reason is not None:
@@ -227,7 +218,7 @@ def codebench_container(_codebench_docker: Runner, tmp_path: Path) -> Container:
 
 
 @functools.cache
-def _container_gpus(runner: Runner) -> dict[str, Any]:
+def _container_gpus(runner: Runner) -> GpuProbe:
     return runner.probe_gpus()
 
 
@@ -236,8 +227,8 @@ def gpu_container(codebench_container: Container) -> Iterator[Container]:
     """``codebench_container`` with one GPU of its own, locked machine-wide for the test.
     Skipped with the reason when containers get no GPU (no GPU, or no NVIDIA runtime)."""
     probe = _container_gpus(codebench_container.runner)
-    if "error" in probe:
-        pytest.skip(probe["error"])
+    if "gpus" not in probe:
+        pytest.skip(probe.get("error", "no GPU"))
     ids = [str(gpu["index"]) for gpu in probe["gpus"]]
     with SlotPool(codebench_container.runner.context.lock_dir, "gpu", ids).acquire(GPU_WAIT_SECONDS) as gpu:
         yield dataclasses.replace(codebench_container, gpu=gpu)

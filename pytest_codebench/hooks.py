@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import pytest
 
+if TYPE_CHECKING:
+    from .runners import GpuProbe
+
 
 @pytest.hookspec(firstresult=True)
-def pytest_codebench_probe_gpus(config: pytest.Config) -> dict[str, Any] | None:
+def pytest_codebench_probe_gpus(config: pytest.Config) -> GpuProbe | None:
     """Describe the CUDA GPUs usable through the driver, once per run.
 
     Return ``{"gpus": [{"index": 0, "name": "NVIDIA H100", "compute_capability": "9.0"}]}``,

@@ -1,20 +1,28 @@
-"""Every codebench option, declared once: a CLI flag, its ini twin and its environment variable.
+"""Every codebench option, declared once: a CLI flag, its ini twin and its environment variable,
+read once (in ``pytest_configure``) into typed values.
 
 Precedence follows pytest-timeout: default < ini < environment < command line.
 ``Option("dataset")`` is ``--codebench-dataset``, ini ``codebench_dataset`` and ``CODEBENCH_DATASET``.
+Each owner (the core, a benchmark, a runner) declares its options as module constants and
+reads them with ``settings[OPTION]``: typed, and findable with grep.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Callable, Iterable
-from typing import Any
+import shlex
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Generic, Literal, TypeVar
 
 import pytest
 
+T = TypeVar("T")
+N = TypeVar("N", int, float)
+IniType = Literal["string", "bool", "int", "float", "args"]
 
-def _bool(text: str) -> bool:
+
+def parse_bool(text: str) -> bool:
     lowered = text.strip().lower()
     if lowered in ("1", "true", "yes", "on"):
         return True
@@ -23,33 +31,73 @@ def _bool(text: str) -> bool:
     raise ValueError(f"not a boolean: {text!r}")
 
 
-def _int_list(text: str) -> list[int]:
-    return [int(part) for part in text.replace(" ", "").split(",") if part]
+def positive(kind: Callable[[str], N]) -> Callable[[str], N]:
+    """``kind`` (int or float), refusing zero and negative values."""
+
+    def parse(text: str) -> N:
+        try:
+            value = kind(text.strip())
+        except ValueError:
+            raise ValueError(f"not a{'n integer' if kind is int else ' number'}: {text.strip()!r}") from None
+        if not value > 0:
+            raise ValueError(f"must be above 0, not {text.strip()}")
+        return value
+
+    return parse
 
 
-def _str_list(text: str) -> list[str]:
-    return [part for part in text.replace(",", " ").split() if part]
+def int_list(text: str) -> list[int]:
+    """``1,10`` or ``1 10``: positive integers."""
+    values = [positive(int)(part) for part in text.replace(",", " ").split()]
+    if not values:
+        raise ValueError("expected at least one number")
+    return values
+
+
+def str_list(text: str) -> list[str]:
+    return text.replace(",", " ").split()
+
+
+def choice(*choices: str) -> Callable[[str], str]:
+    def parse(text: str) -> str:
+        value = text.strip().lower()
+        if value not in choices:
+            raise ValueError(f"expected one of {', '.join(choices)}, not {text!r}")
+        return value
+
+    return parse
+
+
+def shell_words(text: str) -> list[str]:
+    """Split as a shell would, so that ``cflags='--std=c++17 -O3'`` stays one value."""
+    return shlex.split(text)
 
 
 @dataclasses.dataclass(frozen=True)
-class Option:
-    """One setting. ``parse`` turns the text of an ini value, an environment variable or a
-    flag into its value; ``flag`` options take no argument on the command line."""
+class Option(Generic[T]):
+    """One setting. ``parse`` turns the text of a flag, an environment variable or an ini
+    value into its value and raises ValueError, with why, on a bad one. ``flag`` options
+    take no argument on the command line and have a ``--no-`` form; ``ini`` is the type
+    pytest reads the ini value as."""
 
     name: str
     help: str
-    default: Any = None
-    parse: Callable[[str], Any] = str
+    default: T
+    parse: Callable[[str], T]
     metavar: str | None = None
     flag: bool = False
+    ini_type: IniType = "string"
+    #: Where the option's own name would read badly (``--codebench-benchmark``).
+    cli_name: str | None = None
+    ini_name: str | None = None
 
     @property
     def cli(self) -> str:
-        return f"--codebench-{self.name}" if self.name else "--codebench"
+        return self.cli_name or f"--codebench-{self.name}"
 
     @property
     def ini(self) -> str:
-        return f"codebench_{self.name}".rstrip("_").replace("-", "_")
+        return self.ini_name or f"codebench_{self.name}".replace("-", "_")
 
     @property
     def env(self) -> str:
@@ -60,124 +108,167 @@ class Option:
         return self.ini
 
 
+def text_option(name: str, help: str, *, metavar: str, default: str | None = None) -> Option[str | None]:
+    return Option(name, help, default, str, metavar)
+
+
+def bool_option(name: str, help: str) -> Option[bool]:
+    return Option(name, help, False, parse_bool, flag=True, ini_type="bool")
+
+
+def int_option(name: str, help: str, *, default: int, metavar: str = "N") -> Option[int]:
+    return Option(name, help, default, positive(int), metavar, ini_type="int")
+
+
 def _default_cache_dir() -> str:
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return os.path.join(base, "pytest-codebench")
 
 
-def bool_option(name: str, help: str) -> Option:
-    return Option(name, help, default=False, parse=_bool, flag=True)
+BENCHMARK = Option(
+    "benchmark",
+    "Grade this benchmark: every task sample becomes a test item.",
+    None,
+    str,
+    "NAME",
+    cli_name="--codebench",
+    ini_name="codebench",
+)
+DATASET = text_option(
+    "dataset", "The benchmark's tasks (a datapack or a file); each benchmark has a bundled default.", metavar="PATH"
+)
+SOLUTIONS = text_option(
+    "solutions",
+    "The model's answers (a datapack or a file), or 'baseline' for the tasks' reference answers.",
+    metavar="PATH",
+)
+RUNNER = Option("runner", "Where commands run.", "local", str, "NAME")
+K = Option("k", "The k values of pass@k to report, comma separated.", [1], int_list, "K[,K...]", ini_type="args")
+FAIL_UNDER: Option[float | None] = Option(
+    "fail-under",
+    "Exit status follows the benchmark's score (in percent) instead of the items.",
+    None,
+    float,
+    "SCORE",
+    ini_type="float",
+)
+REPORT = text_option("report", "Write the results as JSON to this path.", metavar="PATH")
+RUN_DIR = text_option(
+    "run-dir",
+    "Each run keeps its logs and state in a folder under DIR (default: .codebench/runs under the rootdir).",
+    metavar="DIR",
+)
+OUTPUT_LIMIT = int_option(
+    "output-limit",
+    "Bytes of output kept per command (half from the head, half from the tail).",
+    default=256 * 1024,
+    metavar="BYTES",
+)
+ENV = Option(
+    "env",
+    "Extra environment variable names (globs) passed to untrusted code; secrets never are.",
+    [],
+    str_list,
+    "NAME[,NAME...]",
+    ini_type="args",
+)
+BUILD_JOBS = int_option(
+    "build-jobs",
+    "Builds allowed at once on this machine, across xdist workers (default: CPU count).",
+    default=os.cpu_count() or 1,
+)
+KEEP_WORKSPACES = bool_option("keep-workspaces", "Keep each item's workspace after grading.")
+CACHE_DIR = Option(
+    "cache-dir",
+    "What is reused across runs on this machine: git mirrors, environments, compiler caches.",
+    _default_cache_dir(),
+    str,
+    "DIR",
+)
+REPO = text_option(
+    "repo",
+    "Clone this URL or path instead of the tasks' own repository URL (a local mirror; offline).",
+    metavar="URL_OR_PATH",
+)
 
-
-CORE_OPTIONS: tuple[Option, ...] = (
-    Option("", "Grade this benchmark: every task sample becomes a test item.", metavar="NAME"),
-    Option(
-        "dataset",
-        "The benchmark's tasks (a datapack or a file); each benchmark has a bundled default.",
-        metavar="PATH",
-    ),
-    Option(
-        "solutions",
-        "The model's answers (a datapack or a file), or 'baseline' for the tasks' reference answers.",
-        metavar="PATH",
-    ),
-    Option("runner", "Where commands run.", default="local", metavar="NAME"),
-    Option(
-        "k",
-        "The k values of pass@k to report, comma separated.",
-        default=[1],
-        parse=_int_list,
-        metavar="K[,K...]",
-    ),
-    Option(
-        "fail-under",
-        "Exit status follows the benchmark's score (in percent) instead of the items.",
-        parse=float,
-        metavar="SCORE",
-    ),
-    Option("report", "Write the results as JSON to this path.", metavar="PATH"),
-    Option(
-        "run-dir",
-        "Each run keeps its logs and state in a folder under DIR (default: .codebench/runs under the rootdir).",
-        metavar="DIR",
-    ),
-    Option(
-        "output-limit",
-        "Bytes of output kept per command (half from the head, half from the tail).",
-        default=256 * 1024,
-        parse=int,
-        metavar="BYTES",
-    ),
-    Option(
-        "env",
-        "Extra environment variable names (globs) passed to untrusted code; secrets never are.",
-        default=[],
-        parse=_str_list,
-        metavar="NAME[,NAME...]",
-    ),
-    Option(
-        "build-jobs",
-        "Builds allowed at once on this machine, across xdist workers (default: CPU count).",
-        default=os.cpu_count() or 1,
-        parse=int,
-        metavar="N",
-    ),
-    bool_option("keep-workspaces", "Keep each item's workspace after grading."),
-    Option(
-        "cache-dir",
-        "What is reused across runs on this machine: git mirrors, environments, compiler caches.",
-        default=_default_cache_dir(),
-        metavar="DIR",
-    ),
-    Option(
-        "repo",
-        "Clone this URL or path instead of the tasks' own repository URL (a local mirror; offline).",
-        metavar="URL_OR_PATH",
-    ),
+CORE_OPTIONS: tuple[Option[Any], ...] = (
+    BENCHMARK,
+    DATASET,
+    SOLUTIONS,
+    RUNNER,
+    K,
+    FAIL_UNDER,
+    REPORT,
+    RUN_DIR,
+    OUTPUT_LIMIT,
+    ENV,
+    BUILD_JOBS,
+    KEEP_WORKSPACES,
+    CACHE_DIR,
+    REPO,
 )
 
 
-def register(parser: pytest.Parser, options: Iterable[Option], title: str | None = None) -> None:
+def register(parser: pytest.Parser, options: Iterable[Option[Any]], title: str | None = None) -> None:
     group = parser.getgroup("codebench", "code-generation benchmarks (pytest-codebench)")
     for option in options:
         help = option.help if title is None else f"[{title}] {option.help}"
         cli_help = help.replace("%", "%%")  # argparse %-formats help ("%Optimized")
         if option.flag:
             group.addoption(option.cli, action="store_const", const="1", dest=option.dest, help=cli_help)
+            no = option.cli.replace("--", "--no-", 1)
+            group.addoption(no, action="store_const", const="0", dest=option.dest, help=f"Undo {option.cli}.")
         else:
             group.addoption(option.cli, dest=option.dest, metavar=option.metavar, help=cli_help)
-        # Registered as strings and parsed by the option itself, so ini files and
-        # environment variables spell values the same way the command line does.
-        parser.addini(option.ini, help, default=None)
+        parser.addini(option.ini, help, type=option.ini_type, default=None)
+
+
+def _sources(config: pytest.Config, option: Option[Any]) -> Iterable[tuple[str, Any]]:
+    """(where, raw value) for each place an option can be set, highest precedence first."""
+    yield option.cli, config.getoption(option.dest)
+    yield f"{option.env} (environment)", os.environ.get(option.env)
+    try:
+        yield f"{option.ini} (ini)", config.getini(option.ini)
+    except ValueError as exc:  # pytest's own conversion of a typed ini value
+        yield f"{option.ini} (ini)", exc
+
+
+def _validate(option: Option[T], where: str, raw: Any) -> T:
+    """The value of ``raw`` (text, or a value pytest read from an ini file already typed),
+    or one usage error naming the option, where it was set and why the value is bad."""
+    if isinstance(raw, ValueError):
+        raise pytest.UsageError(f"{where}: {raw}")
+    try:
+        if isinstance(raw, list):
+            raw = " ".join(raw)
+        return option.parse(str(raw))
+    except ValueError as exc:
+        raise pytest.UsageError(f"{where}={raw}: {exc}") from None
 
 
 class Settings:
-    """The resolved value of every registered option, read through one precedence rule."""
+    """The value of every registered option, each parsed and checked once."""
 
-    def __init__(self, config: pytest.Config, options: Iterable[Option]) -> None:
-        self._config = config
-        self._options = {option.name: option for option in options}
-        self._cache: dict[str, Any] = {}
+    def __init__(self, values: Mapping[str, Any]) -> None:
+        self._values = dict(values)
 
-    def __getitem__(self, name: str) -> Any:
-        if name not in self._cache:
-            self._cache[name] = self._resolve(self._options[name])
-        return self._cache[name]
+    @classmethod
+    def read(cls, config: pytest.Config, options: Iterable[Option[Any]]) -> Settings:
+        """Every option's value from ``config``, the environment and the ini file. A bad value
+        is a usage error before anything is graded."""
+        values = {}
+        for option in options:
+            values[option.name] = option.default
+            for where, raw in _sources(config, option):
+                if raw is not None and raw != "" and raw != []:
+                    values[option.name] = _validate(option, where, raw)
+                    break
+        return cls(values)
 
-    def _resolve(self, option: Option) -> Any:
-        for source, text in (
-            (option.cli, self._config.getoption(option.dest)),
-            (option.env, os.environ.get(option.env)),
-            (option.ini, self._config.getini(option.ini)),
-        ):
-            if text is None or text == "" or text == []:
-                continue
-            try:
-                return option.parse(str(text))
-            except ValueError as exc:
-                raise pytest.UsageError(f"{source}: {exc}") from None
-        return option.default
+    def __getitem__(self, option: Option[T]) -> T:
+        value: T = self._values.get(option.name, option.default)
+        return value
 
     def as_dict(self) -> dict[str, Any]:
         """Every option's value, for reports."""
-        return {name or "benchmark": self[name] for name in self._options}
+        return dict(self._values)

@@ -3,25 +3,20 @@ the xdist glue. Everything that only matters during a run lives in :mod:`.sessio
 
 from __future__ import annotations
 
-import secrets
-import time
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from . import fixtures, hooks
-from .benchmark import RunContext, benchmark_classes, get_benchmark_class
+from .benchmark import benchmark_classes, get_benchmark_class
+from .context import RUN_DIR_KEY, SETTINGS_KEY, RunContext
 from .errors import DatasetError, HarnessError
-from .once import LOCK_DIR
-from .options import CORE_OPTIONS, Option, Settings, register
-from .runners import runner_classes
+from .options import BENCHMARK, CORE_OPTIONS, Option, Settings, register
+from .runners import GpuProbe, runner_classes
 from .session import STATE_KEY, CodebenchSession
 
-RUN_DIR_KEY = "codebench_run_dir"
 
-
-def _all_options() -> list[tuple[str | None, tuple[Option, ...]]]:
+def _all_options() -> list[tuple[str | None, tuple[Option[Any], ...]]]:
     """Core options, then each installed benchmark's and runner's own, titled by their name."""
     extra = [*benchmark_classes().items(), *runner_classes().items()]
     return [(None, CORE_OPTIONS), *((name, tuple(cls.options)) for name, cls in extra)]
@@ -37,7 +32,7 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 
 
 @pytest.hookimpl(trylast=True)
-def pytest_codebench_probe_gpus(config: pytest.Config) -> dict[str, Any]:
+def pytest_codebench_probe_gpus(config: pytest.Config) -> GpuProbe:
     """Ask the runner: the GPUs its commands would get (the driver here, or a container's)."""
     return config.stash[STATE_KEY].runner.probe_gpus()
 
@@ -48,9 +43,10 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers", "codebench_repo(url, commit='HEAD'): the repository codebench_checkout clones for this test"
     )
     config.pluginmanager.register(fixtures, "codebench-fixtures")
-    settings = Settings(config, [option for _, options in _all_options() for option in options])
-    config.stash[fixtures.SETTINGS_KEY] = settings
-    name = settings[""]
+    # Every setting is parsed and checked here, before anything is collected or graded.
+    settings = Settings.read(config, [option for _, options in _all_options() for option in options])
+    config.stash[SETTINGS_KEY] = settings
+    name = settings[BENCHMARK]
     if not name:
         return
     try:
@@ -59,14 +55,7 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(f"--codebench: {exc}") from None
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(XdistHooks(config), "codebench-xdist")
-    context = RunContext(
-        config=config,
-        settings=settings,
-        run_dir=_run_dir(config, settings),
-        lock_dir=LOCK_DIR,
-        # Only workers collect under xdist, so only they need the count.
-        workers=getattr(config, "workerinput", {}).get("workercount", 1),
-    )
+    context = RunContext.create(config, settings)
     try:
         benchmark = benchmark_class(context)
         dataset_path = benchmark.dataset_path()
@@ -81,18 +70,6 @@ def pytest_configure(config: pytest.Config) -> None:
     session = CodebenchSession(config, benchmark, dataset_path)
     config.stash[STATE_KEY] = session
     config.pluginmanager.register(session, "codebench-session")
-
-
-def _run_dir(config: pytest.Config, settings: Settings) -> Path:
-    """The controller names the run; xdist workers get its directory through workerinput."""
-    workerinput = getattr(config, "workerinput", None)
-    if workerinput is not None and RUN_DIR_KEY in workerinput:
-        return Path(workerinput[RUN_DIR_KEY])
-    run_id = time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(3)
-    base = settings["run-dir"]
-    path = Path(base) / run_id if base else config.rootpath / ".codebench" / "runs" / run_id
-    path.mkdir(parents=True, exist_ok=True)
-    return path.resolve()
 
 
 class XdistHooks:

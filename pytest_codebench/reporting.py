@@ -2,62 +2,100 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, TypedDict
 
-import pytest
-
+from .cases import Case, Dataset
 from .verdict import Outcome, Status, Verdict
 
-if TYPE_CHECKING:
-    from .benchmark import Summary
-    from .items import CodebenchItem
-    from .session import CodebenchSession
+
+class ItemResult(TypedDict):
+    """One item's outcome as the controller aggregates it: builtins only, so that it crosses
+    from xdist workers as is. Built by :func:`item_result` alone."""
+
+    #: pytest's node id.
+    nodeid: str
+    #: The item's id in the dataset: ``TASK[SAMPLE]``.
+    id: str
+    task_id: str
+    sample: int
+    group: str | None
+    #: How pytest reported it: passed, failed, skipped or error (:class:`Status`).
+    status: str
+    #: What the grading concluded (:class:`Outcome`); compare as ``outcome_of(result)``.
+    outcome: str
+    reason: str
+    command: str | None
+    exit_code: int | None
+    output_tail: str
+    #: Numbers worth reporting (``build_seconds``, ``speedup``...).
+    figures: dict[str, float | str]
+    #: Each phase's whole (capped) output, by file.
+    logs: dict[str, str]
+    dataset_sha256: str | None
+    dataset_release: str | None
 
 
-def item_result(item: CodebenchItem, report: pytest.TestReport, verdict: Verdict | None) -> dict[str, Any]:
-    """The record of one item's outcome: builtins only, so it crosses from xdist workers as is.
+@dataclasses.dataclass(frozen=True)
+class Summary:
+    """A benchmark's account of a run: lines for the terminal, figures for the JSON report,
+    and the score (in percent) that ``--codebench-fail-under`` compares against."""
 
-    Without a verdict the item never got graded (a bad record, harness trouble, a pytest-timeout
-    backstop): its report says why.
-    """
-    case = item.case
-    if verdict is None:
-        verdict = Verdict(Outcome.ERROR, reason=report.longreprtext.strip())
+    lines: list[str]
+    metrics: dict[str, Any]
+    score: float | None
+
+
+class RunInfo(TypedDict):
+    """What the JSON report says of the run besides its items."""
+
+    benchmark: str
+    dataset_path: str
+    #: Every option's value.
+    options: dict[str, Any]
+    run_dir: str
+    #: What the benchmark and the runner probed (toolkit, GPUs, image).
+    environment: dict[str, Any]
+
+
+def item_result(nodeid: str, case: Case, dataset: Dataset | None, verdict: Verdict) -> ItemResult:
+    """The record of one item (``dataset`` None: the item never got that far)."""
     return {
-        "nodeid": item.nodeid,
+        "nodeid": nodeid,
         "id": case.id,
         "task_id": case.task_id,
         "sample": case.sample,
         "group": case.group,
         "status": verdict.outcome.status.value,
-        **verdict.to_dict(),
-        "dataset_sha256": item.dataset.sha256,
-        "dataset_release": item.dataset.release,
+        "outcome": verdict.outcome.value,
+        "reason": verdict.reason,
+        "command": verdict.command,
+        "exit_code": verdict.exit_code,
+        "output_tail": verdict.output_tail,
+        "figures": dict(verdict.figures),
+        "logs": dict(verdict.logs),
+        "dataset_sha256": dataset.sha256 if dataset else None,
+        "dataset_release": dataset.release if dataset else None,
     }
 
 
-def crash_result(nodeid: str) -> dict[str, Any]:
+def crash_result(nodeid: str) -> ItemResult:
     """The record of an item whose xdist worker died under it: harness trouble."""
     item_id = nodeid.rpartition("::")[2]
     task_id, _, sample = item_id.rpartition("[")
-    verdict = Verdict(Outcome.ERROR, reason="the xdist worker grading this item crashed")
-    return {
-        "nodeid": nodeid,
-        "id": item_id,
-        "task_id": task_id or item_id,
-        "sample": int(sample.rstrip("]")) if sample.rstrip("]").isdigit() else 0,
-        "group": None,
-        "status": Status.ERROR.value,
-        **verdict.to_dict(),
-        "dataset_sha256": None,
-        "dataset_release": None,
-    }
+    number = sample.rstrip("]")
+    case = Case(id=item_id, task_id=task_id or item_id, sample=int(number) if number.isdigit() else 0)
+    return item_result(nodeid, case, None, Verdict(Outcome.ERROR, reason="the xdist worker grading this item crashed"))
 
 
-def junit_properties(benchmark: str, result: dict[str, Any]) -> list[tuple[str, object]]:
+def outcome_of(result: ItemResult) -> Outcome:
+    return Outcome(result["outcome"])
+
+
+def junit_properties(benchmark: str, result: ItemResult) -> list[tuple[str, object]]:
     properties: list[tuple[str, object]] = [
         ("benchmark", benchmark),
         ("task_id", result["task_id"]),
@@ -73,7 +111,7 @@ def junit_properties(benchmark: str, result: dict[str, Any]) -> list[tuple[str, 
     return properties
 
 
-def counts(results: list[dict[str, Any]]) -> dict[str, int]:
+def counts(results: list[ItemResult]) -> dict[str, int]:
     """How many items ended in each outcome, in the enum's order."""
     tally = {outcome.value: 0 for outcome in Outcome}
     for result in results:
@@ -91,7 +129,7 @@ def examples(names: list[str]) -> str:
     return ", ".join(names[:EXAMPLES]) + more
 
 
-def cause(result: dict[str, Any]) -> str:
+def cause(result: ItemResult) -> str:
     """What a skip or error says, with what differs between items of one cause left out: the
     item's own task id, line numbers, and the details after a ';' or a ' ('."""
     reason = (result["reason"] or "no reason given").strip().splitlines()[0]
@@ -101,7 +139,7 @@ def cause(result: dict[str, Any]) -> str:
     return re.split(r";| \(", reason)[0][:160]
 
 
-def outcome_lines(results: list[dict[str, Any]]) -> list[str]:
+def outcome_lines(results: list[ItemResult]) -> list[str]:
     """The count of each outcome, then skips and errors grouped by :func:`cause`, each with
     its count and the first few items it hit."""
     lines = ["outcomes: " + (", ".join(f"{name} {count}" for name, count in counts(results).items()) or "none")]
@@ -116,25 +154,24 @@ def outcome_lines(results: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
-def graded(result: dict[str, Any]) -> bool:
+def graded(result: ItemResult) -> bool:
     """Whether the item says something about the model (passed or failed, not skipped or error)."""
     return result["status"] in (Status.PASSED, Status.FAILED)
 
 
-def write_report(path: Path, session: CodebenchSession, summary: Summary) -> None:
+def write_report(path: Path, run: RunInfo, results: list[ItemResult], summary: Summary) -> None:
     """The run as JSON: data identity, options, environment, metrics and every item."""
-    results = session.results
-    first = results[0] if results else {}
+    first = results[0] if results else None
     report = {
-        "benchmark": session.benchmark.name,
+        "benchmark": run["benchmark"],
         "dataset": {
-            "path": str(session.dataset_path),
-            "release": first.get("dataset_release"),
-            "sha256": first.get("dataset_sha256"),
+            "path": run["dataset_path"],
+            "release": first["dataset_release"] if first else None,
+            "sha256": first["dataset_sha256"] if first else None,
         },
-        "options": session.settings.as_dict(),
-        "run_dir": str(session.context.run_dir),
-        "environment": {**session.benchmark.report_info(), **({"runner": session.runner_info} if session.runner_info else {})},
+        "options": run["options"],
+        "run_dir": run["run_dir"],
+        "environment": run["environment"],
         "counts": counts(results),
         "score": summary.score,
         "metrics": summary.metrics,

@@ -9,10 +9,14 @@ from typing import Any
 
 import pytest
 
-from .benchmark import Benchmark, RunContext, Summary
-from .options import Settings
-from .reporting import crash_result, item_result, junit_properties, outcome_lines, write_report
+from .benchmark import Benchmark
+from .context import RunContext
+from .grading import VERDICT_KEY
+from .items import CodebenchItem, DatasetFile
+from .options import FAIL_UNDER, REPORT, RUNNER, Settings
+from .reporting import ItemResult, RunInfo, Summary, crash_result, item_result, junit_properties, outcome_lines, write_report
 from .runners import Runner, get_runner_class
+from .verdict import Outcome, Verdict
 
 STATE_KEY = pytest.StashKey["CodebenchSession"]()
 
@@ -26,23 +30,21 @@ class CodebenchSession:
         self.context: RunContext = benchmark.context
         self.settings: Settings = benchmark.settings
         self.dataset_path = dataset_path
-        self.results: list[dict[str, Any]] = []
+        self.results: list[ItemResult] = []
         self.summary: Summary | None = None
         self.is_worker = hasattr(config, "workerinput")
 
     @functools.cached_property
     def runner_class(self) -> type[Runner]:
-        return get_runner_class(self.settings["runner"])
+        return get_runner_class(self.settings[RUNNER])
 
     @functools.cached_property
     def runner(self) -> Runner:
-        return self.runner_class(self.context, self.benchmark.name)
+        return self.runner_class(self.context)
 
     # -- collection -------------------------------------------------------------------------
 
     def pytest_collect_file(self, file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
-        from .items import DatasetFile
-
         if file_path == self.dataset_path:
             return DatasetFile.from_parent(parent, path=file_path, benchmark=self.benchmark)
         return None
@@ -50,13 +52,13 @@ class CodebenchSession:
     @functools.cached_property
     def runner_info(self) -> dict[str, Any]:
         """What the runner says its commands execute in (a container image, and why)."""
-        return self.runner_class.describe(self.context, self.benchmark.name)
+        return self.runner_class.describe(self.context)
 
     def pytest_report_header(self) -> list[str]:
         summary = self.runner_info.get("summary")
         return [
             f"codebench: {self.benchmark.name} on {self.dataset_path}",
-            f"codebench: runner {self.settings['runner']}, run directory {self.context.run_dir}",
+            f"codebench: runner {self.settings[RUNNER]}, run directory {self.context.run_dir}",
             *([f"codebench: {summary}"] if summary else []),
         ]
 
@@ -66,13 +68,13 @@ class CodebenchSession:
     def pytest_runtest_makereport(
         self, item: pytest.Item, call: pytest.CallInfo[None]
     ) -> Iterator[None]:
-        from .fixtures import VERDICT_KEY
-        from .items import CodebenchItem
-
         report: pytest.TestReport = yield
         concluded = call.when == "call" or (call.when == "setup" and not report.passed)
         if isinstance(item, CodebenchItem) and concluded:
-            result = item_result(item, report, item.stash.get(VERDICT_KEY, None))
+            # Without a verdict the item never got graded (a bad record, harness trouble, a
+            # pytest-timeout backstop): its report says why.
+            verdict = item.stash.get(VERDICT_KEY, None) or Verdict(Outcome.ERROR, report.longreprtext.strip())
+            result = item_result(item.nodeid, item.case, item.dataset, verdict)
             # Travels to the xdist controller with the report (builtins only).
             report.codebench = result  # type: ignore[attr-defined]
             item.user_properties.extend(junit_properties(self.benchmark.name, result))
@@ -90,18 +92,28 @@ class CodebenchSession:
         self.runner_class.sweep(self.context)
         self.benchmark.finish(self.results)
         self.summary = self.benchmark.summarize(self.results)
-        report_path = self.settings["report"]
+        report_path = self.settings[REPORT]
         if report_path:
-            write_report(Path(report_path), self, self.summary)
+            write_report(Path(report_path), self.run_info(), self.results, self.summary)
         met = self.fail_under_met
         # Only a run that graded decides by score: interruptions and usage errors stand.
         if met is not None and exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
             session.exitstatus = pytest.ExitCode.OK if met else pytest.ExitCode.TESTS_FAILED
 
+    def run_info(self) -> RunInfo:
+        runner = {"runner": self.runner_info} if self.runner_info else {}
+        return {
+            "benchmark": self.benchmark.name,
+            "dataset_path": str(self.dataset_path),
+            "options": self.settings.as_dict(),
+            "run_dir": str(self.context.run_dir),
+            "environment": {**self.benchmark.report_info(), **runner},
+        }
+
     @property
     def fail_under_met(self) -> bool | None:
         """Whether the score reaches ``--codebench-fail-under`` (None when not asked)."""
-        bar = self.settings["fail-under"]
+        bar = self.settings[FAIL_UNDER]
         if bar is None or self.summary is None:
             return None
         return self.summary.score is not None and self.summary.score >= bar
@@ -117,13 +129,14 @@ class CodebenchSession:
         terminalreporter.section(f"codebench: {self.benchmark.name}")
         for line in [*self.summary.lines, *outcome_lines(self.results)]:
             write(line)
-        if self.fail_under_met is not None:
+        bar = self.settings[FAIL_UNDER]
+        if bar is not None and self.fail_under_met is not None:
             score = "n/a" if self.summary.score is None else f"{self.summary.score:.2f}%"
             met = "met" if self.fail_under_met else "NOT met"
-            write(f"fail-under {self.settings['fail-under']:g}%: score {score}, {met}")
+            write(f"fail-under {bar:g}%: score {score}, {met}")
         write(f"logs: {self.context.run_dir / 'logs'}")
-        if self.settings["report"]:
-            write(f"report: {self.settings['report']}")
+        if self.settings[REPORT]:
+            write(f"report: {self.settings[REPORT]}")
 
     # -- xdist ---------------------------------------------------------------------------------
 

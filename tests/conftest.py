@@ -12,7 +12,8 @@ import pytest
 import docker
 import packs
 
-from pytest_codebench.benchmark import RunContext
+from pytest_codebench.context import RunContext
+from pytest_codebench.options import ENV, OUTPUT_LIMIT, Settings
 
 # Every plugin test runs the inner pytest both ways: the outcome must not depend on xdist.
 XDIST_MODES = {"serial": [], "xdist": ["-n", "2"]}
@@ -69,10 +70,10 @@ def codebench(pytester: pytest.Pytester, xdist_args: list[str]) -> Callable[...,
 
 
 @pytest.fixture
-def run_context(tmp_path: Path) -> RunContext:
+def run_context(pytestconfig: pytest.Config, tmp_path: Path) -> RunContext:
     """What a runner needs of a run, for using one directly (outside a pytest run of its own)."""
-    settings = {"output-limit": 1000, "env": []}
-    return RunContext(config=None, settings=settings, run_dir=tmp_path / "run", lock_dir=tmp_path / "locks", workers=1)  # type: ignore[arg-type]
+    settings = Settings({OUTPUT_LIMIT.name: 1000, ENV.name: []})
+    return RunContext.create(pytestconfig, settings, run_dir=tmp_path / "run")
 
 
 @pytest.fixture(scope="module")

@@ -103,9 +103,49 @@ def test_unknown_benchmark_and_bad_option_values(pytester):
     result = pytester.runpytest("--codebench=nosuch")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*unknown benchmark 'nosuch'; installed: computeeval*"])
-    result = pytester.runpytest("--codebench=computeeval", "--codebench-k", "one")
+
+
+
+@pytest.mark.parametrize(
+    ("where", "message"),
+    [
+        (["--codebench-k", "one"], "ERROR: --codebench-k=one: not an integer: 'one'"),
+        (["--codebench-output-limit=-5"], "ERROR: --codebench-output-limit=-5: must be above 0, not -5"),
+        (["--codebench-pie-metric=speed"], "ERROR: --codebench-pie-metric=speed: expected one of wall, instructions*"),
+        ({"CODEBENCH_K": "0"}, "ERROR: CODEBENCH_K (environment)=0: must be above 0, not 0"),
+        ("codebench_k = 1 ten", "ERROR: codebench_k (ini)=1 ten: not an integer: 'ten'"),
+        ("codebench_output_limit = lots", "ERROR: codebench_output_limit (ini): invalid literal for int()*"),
+        ("codebench_keep_workspaces = perhaps", "ERROR: codebench_keep_workspaces (ini): invalid truth value 'perhaps'"),
+    ],
+    ids=["flag", "negative", "choice", "environment", "ini-list", "ini-int", "ini-bool"],
+)
+def test_a_bad_setting_stops_the_run_before_anything_is_graded(pytester, monkeypatch, where, message):
+    # One usage error naming the option and where it was set; no item collected or graded.
+    args: list[str] = []
+    if isinstance(where, dict):
+        for name, value in where.items():
+            monkeypatch.setenv(name, value)
+    elif isinstance(where, str):
+        pytester.makeini(f"[pytest]\n{where}\n")
+    else:
+        args = where
+    result = pytester.runpytest_subprocess("--codebench=computeeval", *args)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*--codebench-k: invalid literal*"])
+    result.stderr.fnmatch_lines([message])
+    assert "collected" not in result.stdout.str() and not (pytester.path / ".codebench" / "runs").exists()
+
+
+def test_every_flag_has_a_no_form_and_ini_values_carry_their_types(pytester, codebench):
+    dataset = packs.write_problems(pytester.path / "p.tar.gz", [packs.problem("T/1")])
+    pytester.makeini("[pytest]\ncodebench_keep_workspaces = true\ncodebench_k = 1\ncodebench_output_limit = 4096\n")
+    report = pytester.path / "report.json"
+    run = codebench("--codebench-dataset", str(dataset), FORCE, "--codebench-report", str(report))
+    options = json.loads(report.read_text())["options"]
+    assert options["keep-workspaces"] is True and options["k"] == [1] and options["output-limit"] == 4096
+    assert list((pytester.path / ".codebench" / "runs").glob("*/work/T_1_0"))  # kept, as the ini says
+    run = codebench("--codebench-dataset", str(dataset), FORCE, "--codebench-report", str(report), "--no-codebench-keep-workspaces")
+    assert json.loads(report.read_text())["options"]["keep-workspaces"] is False
+    assert run.outcome("T/1[0]") == "passed"
 
 
 def test_a_plain_problems_jsonl_is_accepted_unverified(pytester, codebench):

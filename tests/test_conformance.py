@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_codebench.benchmark import RunContext, slug
+from pytest_codebench.context import RunContext, slug
+from pytest_codebench.options import Settings
 from pytest_codebench.benchmarks.computeeval import ComputeEval
 from pytest_codebench.benchmarks.computeeval_releases import Resolved, resolve
 from pytest_codebench.errors import HarnessError
@@ -135,12 +136,12 @@ def sample(releases: dict[str, Resolved]) -> dict[str, list[str]]:
 
 
 @pytest.mark.parametrize("release", RELEASES)
-def test_every_problem_loads_verifies_and_materialises(release, releases, tmp_path):
+def test_every_problem_loads_verifies_and_materialises(release, releases, tmp_path, pytestconfig):
     path = releases[release].path
     metadata, lines = problem_lines(path)
     hashes = metadata.get("task_id_hashes") or {}
-    settings = {"dataset": str(path), "solutions": "baseline", "cache-dir": str(tmp_path / "cache")}
-    context = RunContext(config=None, settings=settings, run_dir=tmp_path / "run", lock_dir=tmp_path / "locks", workers=1)  # type: ignore[arg-type]
+    settings = Settings({"dataset": str(path), "solutions": "baseline", "cache-dir": str(tmp_path / "cache")})
+    context = RunContext.create(pytestconfig, settings, run_dir=tmp_path / "run")
     benchmark = ComputeEval(context)
     cases = benchmark.load().cases
     # Every line is a problem whose md5 was checked (a mismatch would set case.error).

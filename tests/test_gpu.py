@@ -31,7 +31,7 @@ def test_without_a_gpu_the_probe_says_why():
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="no nvcc on PATH")
 def test_the_toolkit_probe_reads_nvcc(run_context, tmp_path):
-    runner = LocalRunner(run_context, "computeeval")
+    runner = LocalRunner(run_context)
     toolkit = cuda.probe_toolkit(runner, tmp_path)
     release = re.search(r"release (\d+\.\d+)", subprocess.run(["nvcc", "--version"], capture_output=True, text=True).stdout)
     assert release and toolkit["version"] == release.group(1)
@@ -45,7 +45,7 @@ def test_the_toolkit_probe_reads_nvcc(run_context, tmp_path):
 def test_libraries_are_what_the_toolkit_links(run_context, tmp_path):
     """Asked of the linker nvcc drives: the toolkit's own libraries link, libraries that are
     nowhere do not, and a system library (X11, LLVM...) is never listed as the toolkit's."""
-    runner = LocalRunner(run_context, "computeeval")
+    runner = LocalRunner(run_context)
     assert cuda.linkable_libraries(runner, tmp_path, ["cudart", "no_such_library_anywhere"]) == {"cudart"}
     assert cuda.linkable_libraries(runner, tmp_path, ["x; touch pwned"]) == set()
     assert not (tmp_path / "pwned").exists()

@@ -13,7 +13,7 @@ from pytest_codebench.runners.local import LocalRunner
 
 @pytest.fixture
 def runner(run_context) -> LocalRunner:
-    return LocalRunner(run_context, "computeeval")
+    return LocalRunner(run_context)
 
 
 def alive(marker: str) -> bool:

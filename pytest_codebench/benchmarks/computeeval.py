@@ -18,13 +18,17 @@ from pathlib import Path
 from typing import Any
 
 from .. import cuda
-from ..benchmark import Benchmark, Case, Dataset, RunContext, Summary, slug
-from ..errors import DatasetError
+from ..benchmark import Benchmark, Sample, join_samples
+from ..cases import Case, Dataset
+from ..context import RunContext, slug
+from ..grading import Grading, Step
 from ..metrics import describe_excluded, describe_pass_at_k, pass_at_ks
 from ..once import SlotPool
-from ..options import bool_option
+from ..options import BUILD_JOBS, CACHE_DIR, KEEP_WORKSPACES, SOLUTIONS, K, bool_option
+from ..errors import DatasetError
 from ..records import archive_members, is_archive, read_jsonl, sha256_file
-from ..runners import Runner
+from ..reporting import ItemResult, Summary
+from ..runners import Gpu, GpuProbe, Runner
 from ..sourcecode import missing_references
 from ..verdict import Outcome, Status, Verdict
 from ..workspace import UnsafePath, guarded_paths, normalise, write_file
@@ -38,18 +42,16 @@ MACHINE_KEY = "computeeval-machine"
 LIBRARY_KEY = "computeeval-library"
 # pytest-timeout's backstop sits this far above an item's own budget.
 BACKSTOP_SLACK = 30.0
+RUN_WITHOUT_GPU = bool_option(
+    "run-without-gpu", "Run test commands even without a usable CUDA GPU (for host-only test programs)."
+)
+GPU_SHARE = bool_option("gpu-share", "Let tests of several items use one GPU at the same time.")
 
 
 class ComputeEval(Benchmark):
     name = "computeeval"
     default_dataset = "computeeval/sample-problems.tar.gz"
-    options = (
-        bool_option(
-            "run-without-gpu",
-            "Run test commands even without a usable CUDA GPU (for host-only test programs).",
-        ),
-        bool_option("gpu-share", "Let tests of several items use one GPU at the same time."),
-    )
+    options = (RUN_WITHOUT_GPU, GPU_SHARE)
 
     def __init__(self, context: RunContext) -> None:
         super().__init__(context)
@@ -65,26 +67,17 @@ class ComputeEval(Benchmark):
     def load(self) -> Dataset:
         path = self.dataset_path()
         problems, release, broken = self._read_problems(path)
-        order = {task_id: index for index, task_id in enumerate(problems)}
-        numbers: dict[str, int] = defaultdict(int)
-        cases = []
-        for task_id, solution, line, error in self._samples(problems):
-            sample = numbers[task_id]
-            numbers[task_id] += 1
-            problem = problems.get(task_id)
-            error = (problem.error if problem else None) or error  # a broken task breaks its samples
-            cases.append(self._case(task_id, sample, problem, solution, line, error))
-        cases.sort(key=lambda case: (order.get(case.task_id, len(order)), case.sample))
+        cases = join_samples(list(problems), self._samples(problems), lambda sample, number: self._case(problems, sample, number))
         return Dataset(str(path), sha256_file(path), release, broken + cases)
 
-    def _samples(self, problems: dict[str, Problem]) -> Iterator[tuple[str, dict[str, Any], int, str | None]]:
-        """(task id, solution, line, error) for every sample, in the order they were given."""
-        solutions = self.settings["solutions"] or "baseline"
+    def _samples(self, problems: dict[str, Problem]) -> Iterator[Sample]:
+        """Every sample, in the order they were given."""
+        solutions = self.settings[SOLUTIONS] or "baseline"
         if solutions == "baseline":
             for task_id, problem in problems.items():
                 solution = problem.record.get("baseline_solution")
                 missing = None if isinstance(solution, dict) else f"{task_id} has no baseline_solution"
-                yield task_id, solution or {}, problem.line, missing
+                yield Sample(task_id, solution or {}, problem.line, missing)
             return
         path = Path(solutions)
         if not path.exists():
@@ -101,9 +94,9 @@ class ComputeEval(Benchmark):
             try:
                 check_solution(line, label, problems)
             except DatasetError as error:
-                yield name, {}, line.number, str(error)
+                yield Sample(name, {}, line.number, str(error))
                 continue
-            yield name, record, line.number, None
+            yield Sample(name, record, line.number)
 
     def _read_problems(self, path: Path) -> tuple[dict[str, Problem], str | None, list[Case]]:
         """Problems by task id in file order, the release, and cases for unreadable lines."""
@@ -133,15 +126,8 @@ class ComputeEval(Benchmark):
             problems[task_id] = Problem(line.value or {}, line.number, error)
         return problems, metadata.get("release"), broken
 
-    def _case(
-        self,
-        task_id: str,
-        sample: int,
-        problem: Problem | None,
-        solution: dict[str, Any],
-        line: int,
-        error: str | None,
-    ) -> Case:
+    def _case(self, problems: dict[str, Problem], sample: Sample, number: int) -> Case:
+        problem = problems.get(sample.task_id)
         record = problem.record if problem else {}
         timeout = float(record.get("timeout_seconds") or DEFAULT_TIMEOUT)
         # Build and test get one timeout each, for the solution and, after a failure, for the
@@ -150,15 +136,16 @@ class ComputeEval(Benchmark):
         # Under xdist an item may queue for a build slot or the GPU behind every other worker.
         waits = (self.context.workers - 1) * budget
         return Case(
-            id=f"{task_id}[{sample}]",
-            task_id=task_id,
-            sample=sample,
+            id=f"{sample.task_id}[{number}]",
+            task_id=sample.task_id,
+            sample=number,
             record=record,
-            solution=solution,
+            solution=sample.solution,
             group=record.get("group"),
             timeout=budget + waits + BACKSTOP_SLACK,
-            error=error,
-            line=line - 1,
+            # A broken task breaks its samples.
+            error=(problem.error if problem else None) or sample.error,
+            line=sample.line - 1,
         )
 
     # -- workspace ------------------------------------------------------------------------------
@@ -191,56 +178,47 @@ class ComputeEval(Benchmark):
 
     # -- grading --------------------------------------------------------------------------------
 
-    def grade(self, case: Case, workspace: Path, rejected: str | None, runner: Runner) -> Verdict:
-        record = case.record
-        if rejected is not None:
-            return Verdict(Outcome.INVALID_SOLUTION, rejected)
+    def grade(self, grading: Grading) -> Verdict:
+        case, runner = grading.case, grading.runner
         try:
-            missing = missing_references(solution_files(case.solution), record.get("source_references"))
+            missing = missing_references(solution_files(case.solution), case.record.get("source_references"))
         except ValueError as exc:
             raise DatasetError(f"task {case.task_id}", str(exc), field="source_references") from None
         if missing:
-            return Verdict(Outcome.MISSING_API, "; ".join(missing))
-        unmet = unmet_requirement(record, self.machine(runner), self._linkable(runner, record))
+            return grading.verdict(Outcome.MISSING_API, "; ".join(missing))
+        unmet = unmet_requirement(case.record, self.machine(runner), self._linkable(runner, case.record))
         if unmet is not None:
-            return Verdict(Outcome.SKIPPED, unmet)
-        verdict = self._build_and_test(case, workspace, runner)
+            return grading.verdict(Outcome.SKIPPED, unmet)
+        verdict = self._build_and_test(grading)
         if verdict.outcome.status is Status.FAILED:
-            verdict = self._unless_the_reference_fails(case, verdict, runner)
+            verdict = self._unless_the_reference_fails(grading, verdict)
         return verdict
 
-    def _build_and_test(self, case: Case, workspace: Path, runner: Runner, label: str = "") -> Verdict:
-        """Build, then test where a GPU allows; ``label`` prefixes the phases' log names."""
-        record, machine = case.record, self.machine(runner)
+    def _build_and_test(self, grading: Grading) -> Verdict:
+        """Build, then test where a GPU allows."""
+        record = grading.case.record
         timeout = float(record.get("timeout_seconds") or DEFAULT_TIMEOUT)
-        wait = case.timeout or timeout
-        figures: dict[str, float | str] = {}
-        logs: dict[str, str] = {}
+        wait = grading.case.timeout or timeout
         build = record.get("build_command")
         if build:
             with self._build_slots.acquire(wait):
-                result = runner.run(build, cwd=workspace, timeout=timeout)
-            figures["build_seconds"] = round(result.seconds, 3)
-            logs[f"{label}build"] = self.context.write_log(case, f"{label}build", result)
-            if not result.ok:
-                outcome = Outcome.BUILD_TIMEOUT if result.timed_out else Outcome.BUILD_ERROR
-                reason = f"build exceeded {timeout:g} s" if result.timed_out else "build failed"
-                return Verdict.of_run(outcome, reason, result, figures=figures, logs=logs)
-
-        gpus = machine["gpu"].get("gpus") or []
-        if not gpus and not self.settings["run-without-gpu"]:
-            built = f"build ok in {figures['build_seconds']:.1f} s" if build else "nothing to build"
-            why = machine["gpu"].get("error") or "none found"
-            return Verdict(Outcome.SKIPPED, f"no usable CUDA GPU; {built} ({why})", figures=figures, logs=logs)
+                failed = grading.step(Step("build", build, Outcome.BUILD_ERROR, Outcome.BUILD_TIMEOUT), timeout=timeout)
+            if failed is not None:
+                return failed
+        probe: GpuProbe = self.machine(grading.runner)["gpu"]
+        gpus = probe.get("gpus") or []
+        if not gpus and not self.settings[RUN_WITHOUT_GPU]:
+            built = f"build ok in {grading.figures['build_seconds']:.1f} s" if build else "nothing to build"
+            return grading.verdict(Outcome.SKIPPED, f"no usable CUDA GPU; {built} ({probe.get('error') or 'none found'})")
         with self._gpu(gpus, wait) as gpu:
-            result = runner.run(record["test_command"], cwd=workspace, timeout=timeout, gpu=gpu)
-        figures["test_seconds"] = round(result.seconds, 3)
-        logs[f"{label}test"] = self.context.write_log(case, f"{label}test", result)
-        return dataclasses.replace(judge_test(result, bool(gpus), timeout), figures=figures, logs=logs)
+            result = grading.run("test", record["test_command"], timeout=timeout, gpu=gpu)
+        judged = judge_test(result, bool(gpus), timeout)
+        return dataclasses.replace(judged, figures=grading.figures, logs=grading.logs)
 
-    def _unless_the_reference_fails(self, case: Case, verdict: Verdict, runner: Runner) -> Verdict:
+    def _unless_the_reference_fails(self, grading: Grading, verdict: Verdict) -> Verdict:
         """The model's failure, unless the problem's own reference fails here too: then this
         machine cannot grade the problem, and the item is skipped with the reference's error."""
+        case, runner = grading.case, grading.runner
         baseline = case.record.get("baseline_solution")
         if not isinstance(baseline, dict):
             return verdict  # nothing to tell the machine's fault from the model's
@@ -248,29 +226,29 @@ class ComputeEval(Benchmark):
         if solution_files(baseline) == solution_files(case.solution):
             reference = self._references.outcome(key, lambda: verdict)  # this item is the reference
         else:
-            reference = self._references.outcome(key, lambda: self._run_reference(case, baseline, runner))
+            reference = self._references.outcome(key, lambda: self._run_reference(grading, baseline))
         cannot = machine_cannot_grade(case.task_id, reference)
         if cannot is None:
             return verdict
         return dataclasses.replace(cannot, figures={**verdict.figures, **cannot.figures}, logs=verdict.logs)
 
-    def _run_reference(self, case: Case, baseline: dict[str, Any], runner: Runner) -> Verdict:
-        reference = dataclasses.replace(case, solution=baseline)
-        workspace = self.context.run_dir / "work" / f"{slug(case.id)}-reference"
+    def _run_reference(self, grading: Grading, baseline: dict[str, Any]) -> Verdict:
+        reference = dataclasses.replace(grading.case, solution=baseline)
+        workspace = self.context.run_dir / "work" / f"{slug(reference.id)}-reference"
         shutil.rmtree(workspace, ignore_errors=True)
         workspace.mkdir(parents=True)
         try:
             rejected = self.prepare(reference, workspace)
             if rejected is not None:
                 return Verdict(Outcome.INVALID_SOLUTION, f"the reference's {rejected}")
-            return self._build_and_test(reference, workspace, runner, "reference-")
+            return self._build_and_test(Grading(self.context, reference, workspace, grading.runner, prefix="reference-"))
         finally:
-            if not self.settings["keep-workspaces"]:
+            if not self.settings[KEEP_WORKSPACES]:
                 shutil.rmtree(workspace, ignore_errors=True)
 
     @functools.cached_property
     def _references(self) -> ReferenceCache:
-        return ReferenceCache(Path(self.settings["cache-dir"]))
+        return ReferenceCache(Path(self.settings[CACHE_DIR]))
 
     # -- the machine ----------------------------------------------------------------------------
 
@@ -312,14 +290,14 @@ class ComputeEval(Benchmark):
 
     @functools.cached_property
     def _build_slots(self) -> SlotPool:
-        jobs = self.settings["build-jobs"]
+        jobs = self.settings[BUILD_JOBS]
         return SlotPool(self.context.lock_dir, "build", [str(i) for i in range(jobs)])
 
     @contextlib.contextmanager
-    def _gpu(self, gpus: list[dict[str, Any]], wait: float) -> Iterator[str | None]:
+    def _gpu(self, gpus: list[Gpu], wait: float) -> Iterator[str | None]:
         """The GPU a test may use: one of its own (a machine-wide lock per GPU), or None when
         there is none or the user lets tests share."""
-        if not gpus or self.settings["gpu-share"]:
+        if not gpus or self.settings[GPU_SHARE]:
             yield None
             return
         visible = os.environ.get("CUDA_VISIBLE_DEVICES")
@@ -329,12 +307,12 @@ class ComputeEval(Benchmark):
 
     # -- metrics --------------------------------------------------------------------------------
 
-    def summarize(self, results: list[dict[str, Any]]) -> Summary:
-        ks = self.settings["k"]
+    def summarize(self, results: list[ItemResult]) -> Summary:
+        ks = self.settings[K]
         overall = pass_at_ks(results, ks)
         lines = [describe_pass_at_k("all problems:", overall)]
         groups: dict[str, Any] = {}
-        by_group: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        by_group: dict[str, list[ItemResult]] = defaultdict(list)
         for result in results:
             by_group[result.get("group") or "(no group)"].append(result)
         for group, members in sorted(by_group.items()):

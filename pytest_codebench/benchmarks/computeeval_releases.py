@@ -34,10 +34,11 @@ from filelock import FileLock, Timeout
 from packaging.version import InvalidVersion, Version
 
 from ..errors import HarnessError
+from ..options import CACHE_DIR, DATASET
 from .computeeval_wheel import PACKAGE, RELEASES, Wheel, check_member, member_name, record_digest, record_entry, wheel_version
 
 if TYPE_CHECKING:
-    from ..benchmark import RunContext
+    from ..context import RunContext
 
 MODULE = "compute_eval"
 # The newest version known to hold releases when this was written: named in the offline hint.
@@ -309,13 +310,13 @@ def _announce(line: str) -> None:
 
 def resolve_setting(context: RunContext) -> Resolved | None:
     """The release ``--codebench-dataset`` names, resolved once per process; None for a path."""
-    given = context.settings["dataset"]
+    given = context.settings[DATASET]
     if not given or not looks_like_release(str(given)):
         return None
     config = context.config
     if STASH_KEY in config.stash:
         return config.stash[STASH_KEY]
-    resolved = resolve(str(given), Path(context.settings["cache-dir"]).expanduser(), _announce)
+    resolved = resolve(str(given), Path(context.settings[CACHE_DIR]).expanduser(), _announce)
     config.stash[STASH_KEY] = resolved
     config.pluginmanager.register(_Header(resolved), "codebench-release")
     return resolved

@@ -13,16 +13,18 @@ import fnmatch
 import os
 import platform
 import re
+import shlex
 from collections.abc import Iterable, Mapping
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypedDict
 
+from ..context import RunContext
 from ..errors import HarnessError
-from ..options import Option
+from ..options import ENV, OUTPUT_LIMIT, Option
 
 if TYPE_CHECKING:
-    from ..benchmark import RunContext
+    from typing_extensions import Unpack
 
 ENTRY_POINT_GROUP = "pytest_codebench.runners"
 PROVISION_SCRIPT = "provision.sh"
@@ -81,7 +83,7 @@ class RunResult:
 
 
 @dataclasses.dataclass(frozen=True)
-class Environment:
+class Toolchain:
     """A software environment provisioned for commands, once per machine: ``prefix`` is where
     it is installed as the commands see it ("" when it is the image's own system), ``image``
     the image they run in (container runners; None on this machine)."""
@@ -89,6 +91,39 @@ class Environment:
     key: str
     prefix: str
     image: str | None = None
+
+
+class RunHow(TypedDict, total=False):
+    """How :meth:`Runner.run` runs a command, beyond its working folder and timeout."""
+
+    #: Added to the scrubbed environment.
+    env: Mapping[str, str]
+    #: The one GPU the command may use.
+    gpu: str | None
+    #: Whether it may reach the network, where the runner can take it away (only steps
+    #: that must download ask for it, and say so).
+    network: bool
+    #: One that :meth:`Runner.provision` made.
+    toolchain: Toolchain | None
+    #: Folders of this machine (a compiler cache) the command sees at the same path, each
+    #: with whether it may write in it.
+    shared: Mapping[Path, bool]
+
+
+class Gpu(TypedDict):
+    """One CUDA GPU, as the driver names it."""
+
+    index: int
+    name: str
+    #: ``major.minor``, e.g. ``"9.0"``.
+    compute_capability: str
+
+
+class GpuProbe(TypedDict, total=False):
+    """The GPUs commands can use: ``gpus``, or ``error`` saying why there are none."""
+
+    gpus: list[Gpu]
+    error: str
 
 
 class OutputCap:
@@ -125,33 +160,29 @@ class Runner(abc.ABC):
     name: ClassVar[str]
     options: ClassVar[tuple[Option, ...]] = ()
 
-    def __init__(self, context: RunContext, benchmark: str) -> None:
+    #: The Python interpreter commands find, as they name it.
+    python: str = "python3"
+
+    def __init__(self, context: RunContext) -> None:
         self.context = context
-        self.output_limit: int = context.settings["output-limit"]
-        self.allowed_env = allowed_names(context.settings["env"])
+        self.output_limit = context.settings[OUTPUT_LIMIT]
+        self.allowed_env = allowed_names(context.settings[ENV])
+        self._found: dict[str, str | None] = {}
 
     @abc.abstractmethod
-    def run(
-        self,
-        command: str,
-        *,
-        cwd: Path,
-        timeout: float,
-        env: Mapping[str, str] | None = None,
-        gpu: str | None = None,
-        network: bool = False,
-        environment: Environment | None = None,
-        shared: Mapping[Path, bool] | None = None,
-    ) -> RunResult:
-        """Run ``command`` with ``sh -c`` in the workspace ``cwd``.
+    def run(self, command: str, *, cwd: Path, timeout: float, **how: Unpack[RunHow]) -> RunResult:
+        """Run ``command`` with ``sh -c`` in the workspace ``cwd``, as ``how`` says."""
 
-        ``env`` adds to the scrubbed environment; ``gpu`` names the one GPU the command may
-        use; ``network`` lets it reach the network where the runner can take it away (only
-        for steps that must download, which say so); ``environment`` is one that
-        :meth:`provision` made; ``shared`` maps folders of this machine (a compiler cache)
-        that the command sees at the same path to whether it may write in them."""
+    def which(self, tool: str) -> str | None:
+        """Where commands find ``tool`` (asked where they run, once per process), or None."""
+        if tool not in self._found:
+            probe = self.context.run_dir / "probe"
+            probe.mkdir(parents=True, exist_ok=True)
+            result = self.run(f"command -v {shlex.quote(tool)}", cwd=probe, timeout=60)
+            self._found[tool] = result.output.strip().splitlines()[-1] if result.ok and result.output.strip() else None
+        return self._found[tool]
 
-    def provision(self, key: str, recipe: Path) -> Environment:
+    def provision(self, key: str, recipe: Path) -> Toolchain:
         """Build the environment ``recipe`` describes, once per machine (``key`` names it).
 
         ``recipe`` is a folder holding ``provision.sh`` (:data:`PROVISION_SCRIPT`) (run as ``sh provision.sh PREFIX``, it
@@ -159,7 +190,7 @@ class Runner(abc.ABC):
         (container runners only), built with the build argument ``BASE``."""
         raise HarnessError(f"the {self.name} runner cannot provision environments")
 
-    def environment(self, home: str, tmp: str, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    def child_env(self, home: str, tmp: str, extra: Mapping[str, str] | None = None) -> dict[str, str]:
         """The scrubbed environment, HOME and TMPDIR inside the workspace (what the code writes
         "at home" stays there and goes with it), then what the benchmark adds."""
         env = scrub_env(os.environ, self.allowed_env)
@@ -178,14 +209,14 @@ class Runner(abc.ABC):
         return None
 
     @classmethod
-    def describe(cls, context: RunContext, benchmark: str) -> dict[str, Any]:
+    def describe(cls, context: RunContext) -> dict[str, Any]:
         """What commands of the run execute in, for the header (``summary``, one line) and the
         JSON report; asked on the controller before any item runs. Empty when nothing to say."""
         return {}
 
     @abc.abstractmethod
-    def probe_gpus(self) -> dict[str, Any]:
-        """The GPUs commands can use: ``{"gpus": [...]}`` or ``{"error": why none}``."""
+    def probe_gpus(self) -> GpuProbe:
+        """The GPUs commands can use."""
 
     def close(self) -> None:
         """Release what this process holds (clients, pools)."""

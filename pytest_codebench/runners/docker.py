@@ -17,7 +17,6 @@ import platform
 import re
 import threading
 import time
-from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,13 +25,14 @@ import docker.errors
 from docker.types import DeviceRequest, LogConfig, Ulimit
 from docker.utils import parse_repository_tag
 
+from ..context import RunContext
 from ..errors import HarnessError
-from ..options import Option
-from . import PROVISION_SCRIPT, Environment, OutputCap, Runner, RunResult, allowed_names
-from .docker_images import ENGINE_ERRORS, ImageChoice, ImageChooser, choose, digest, engine_error
+from ..options import BENCHMARK, ENV, Option, positive
+from . import PROVISION_SCRIPT, Gpu, GpuProbe, OutputCap, Runner, RunHow, RunResult, Toolchain, allowed_names
+from .docker_images import DOCKER_BASE, ENGINE_ERRORS, IMAGE, ImageChoice, ImageChooser, choose, digest, engine_error
 
 if TYPE_CHECKING:
-    from ..benchmark import RunContext
+    from typing_extensions import Unpack
 
 RUN_LABEL = "pytest-codebench.run"
 NOBODY = 65534
@@ -51,63 +51,48 @@ def _size(text: str) -> int:
     return int(match.group(1)) * {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}[match.group(2)]
 
 
+DOCKER_MEMORY = Option("docker-memory", "Memory limit of a container.", _size("4g"), _size, "SIZE")
+DOCKER_CPUS = Option("docker-cpus", "CPUs a container may use.", 2.0, positive(float), "N", ini_type="float")
+DOCKER_PIDS = Option("docker-pids", "Processes a container may have at once.", 256, positive(int), "N", ini_type="int")
+DOCKER_TMPFS = Option("docker-tmpfs", "Size of a container's /tmp (memory).", "512m", str, "SIZE")
+DOCKER_MAX_FILE = Option("docker-max-file", "Largest file a command may write (RLIMIT_FSIZE).", 1 << 30, _size, "SIZE")
+
+
 class DockerRunner(Runner):
     """Each command in a fresh, locked-down container of the benchmark's image."""
 
     name = "docker"
-    options = (
-        Option(
-            "image",
-            "Image to run in (default: pytest-codebench/BENCHMARK, built once from the benchmark's Dockerfile;"
-            " where it lacks nvcc, the host's CUDA toolkit is mounted read-only).",
-            metavar="IMAGE",
-        ),
-        Option(
-            "docker-base",
-            "Base image (FROM) when the default image is built (default: the Dockerfile's, else codebench-base:bookworm).",
-            metavar="IMAGE",
-        ),
-        Option("docker-memory", "Memory limit of a container.", default="4g", parse=_size, metavar="SIZE"),
-        Option("docker-cpus", "CPUs a container may use.", default=2.0, parse=float, metavar="N"),
-        Option("docker-pids", "Processes a container may have at once.", default=256, parse=int, metavar="N"),
-        Option("docker-tmpfs", "Size of a container's /tmp (memory).", default="512m", metavar="SIZE"),
-        Option(
-            "docker-max-file",
-            "Largest file a command may write (RLIMIT_FSIZE).",
-            default=1 << 30,
-            parse=_size,
-            metavar="SIZE",
-        ),
-    )
+    options = (IMAGE, DOCKER_BASE, DOCKER_MEMORY, DOCKER_CPUS, DOCKER_PIDS, DOCKER_TMPFS, DOCKER_MAX_FILE)
 
-    def __init__(self, context: RunContext, benchmark: str) -> None:
-        super().__init__(context, benchmark)
+    def __init__(self, context: RunContext) -> None:
+        super().__init__(context)
         settings = context.settings
         # Inside the image, the image's own PATH and toolkit count: only variables the user
         # names explicitly cross over, and never a secret.
-        self.allowed_env = allowed_names(settings["env"], base=())
+        self.allowed_env = allowed_names(settings[ENV], base=())
         self.run_id = context.run_dir.name
+        max_file = settings[DOCKER_MAX_FILE]
         self.limits = {
-            "mem_limit": settings["docker-memory"],
-            "memswap_limit": settings["docker-memory"],
-            "nano_cpus": int(settings["docker-cpus"] * 1e9),
-            "pids_limit": settings["docker-pids"],
-            "tmpfs": {"/tmp": f"size={settings['docker-tmpfs']},mode=1777"},
-            "ulimits": [Ulimit(name="fsize", soft=settings["docker-max-file"], hard=settings["docker-max-file"])],
+            "mem_limit": settings[DOCKER_MEMORY],
+            "memswap_limit": settings[DOCKER_MEMORY],
+            "nano_cpus": int(settings[DOCKER_CPUS] * 1e9),
+            "pids_limit": settings[DOCKER_PIDS],
+            "tmpfs": {"/tmp": f"size={settings[DOCKER_TMPFS]},mode=1777"},
+            "ulimits": [Ulimit(name="fsize", soft=max_file, hard=max_file)],
         }
         self.client = connect()
-        self.choice = _choice(self.client, context, benchmark)
+        self.choice = _choice(self.client, context)
         self.image = self.choice.image
         # Host folders (a CUDA toolkit) every container sees read-only at their own path.
         self.mounts = {path: {"bind": path, "mode": "ro"} for path in self.choice.mounts}
 
     @classmethod
-    def describe(cls, context: RunContext, benchmark: str) -> dict[str, Any]:
+    def describe(cls, context: RunContext) -> dict[str, Any]:
         """The image chosen for the run (making the choice if no process has yet) and why."""
         try:
             client = connect()
             try:
-                choice = _choice(client, context, benchmark)
+                choice = _choice(client, context)
             finally:
                 client.close()
         except HarnessError as exc:
@@ -120,32 +105,23 @@ class DockerRunner(Runner):
     def fingerprint(self) -> str:
         return f"{self.name}@{platform.node()}:{self.image}:{','.join(self.choice.mounts)}"
 
-    def run(
-        self,
-        command: str,
-        *,
-        cwd: Path,
-        timeout: float,
-        env: Mapping[str, str] | None = None,
-        gpu: str | None = None,
-        network: bool = False,
-        environment: Environment | None = None,
-        shared: Mapping[Path, bool] | None = None,
-    ) -> RunResult:
+    def run(self, command: str, *, cwd: Path, timeout: float, **how: Unpack[RunHow]) -> RunResult:
         cap = OutputCap(self.output_limit)
-        user = self._user(cwd, [path for path, writable in (shared or {}).items() if writable])
+        shared = how.get("shared") or {}
+        toolchain, gpu = how.get("toolchain"), how.get("gpu")
+        user = self._user(cwd, [path for path, writable in shared.items() if writable])
         volumes = {**self.mounts, str(cwd.resolve()): {"bind": WORKSPACE, "mode": "rw"}}
-        for path, writable in (shared or {}).items():
+        for path, writable in shared.items():
             volumes[str(path)] = {"bind": str(path), "mode": "rw" if writable else "ro"}
         try:
             container = self.client.containers.create(
-                environment.image if environment and environment.image else self.image,
+                toolchain.image if toolchain and toolchain.image else self.image,
                 ["/bin/sh", "-c", command],
                 working_dir=WORKSPACE,
                 user=user,
-                environment=self.environment(WORKSPACE, "/tmp", env),
+                environment=self.child_env(WORKSPACE, "/tmp", how.get("env")),
                 volumes=volumes,
-                network_mode="bridge" if network else "none",
+                network_mode="bridge" if how.get("network") else "none",
                 cap_drop=["ALL"],
                 security_opt=["no-new-privileges"],
                 read_only=True,
@@ -214,7 +190,7 @@ class DockerRunner(Runner):
                 os.chown(path, NOBODY, NOBODY, follow_symlinks=False)
         return f"{NOBODY}:{NOBODY}"
 
-    def provision(self, key: str, recipe: Path) -> Environment:
+    def provision(self, key: str, recipe: Path) -> Toolchain:
         """An image per environment, ``pytest-codebench/BENCHMARK-env:KEY``, built once per
         machine: from the recipe's own Dockerfile (``FROM ${BASE}``, the base given by
         ``--codebench-docker-base``), or else on the benchmark's image, installing the
@@ -226,12 +202,12 @@ class DockerRunner(Runner):
             (recipe / "Dockerfile").write_text(
                 f"FROM {self.image}\nCOPY . {RECIPE_DIR}\nRUN sh {RECIPE_DIR}/{PROVISION_SCRIPT} {ENV_PREFIX}\n"
             )
-        base = self.context.settings["docker-base"]
+        base = self.context.settings[DOCKER_BASE]
         chooser = ImageChooser(self.client, self.context, {RUN_LABEL: self.run_id})
         chooser.build(tag, recipe, "Dockerfile", {"BASE": base} if own and base else {})
-        return Environment(key, "" if own else ENV_PREFIX, tag)
+        return Toolchain(key, "" if own else ENV_PREFIX, tag)
 
-    def probe_gpus(self) -> dict[str, Any]:
+    def probe_gpus(self) -> GpuProbe:
         """Ask nvidia-smi inside a container given every GPU: what a test would see."""
         query = "nvidia-smi --query-gpu=index,name,compute_cap --format=csv,noheader"
         try:
@@ -255,7 +231,7 @@ class DockerRunner(Runner):
             return {"error": f"no GPU in the container: {exc}"}
         except ENGINE_ERRORS as exc:
             return {"error": f"the Docker engine failed: {exc}"}
-        gpus = []
+        gpus: list[Gpu] = []
         for line in output.strip().splitlines():
             fields = [part.strip() for part in line.split(",")]
             if len(fields) == 3 and fields[0].isdigit():
@@ -292,8 +268,9 @@ class _Waiter(threading.Thread):
             self.error = exc
 
 
-def _choice(client: docker.DockerClient, context: RunContext, benchmark: str) -> ImageChoice:
+def _choice(client: docker.DockerClient, context: RunContext) -> ImageChoice:
     """The run's image, chosen by the first process that asks (docker_images.choose)."""
+    benchmark = context.settings[BENCHMARK] or "custom"
     labels = {RUN_LABEL: context.run_dir.name}
     stored = context.once(f"docker-image-{benchmark}", lambda: choose(client, context, benchmark, labels).to_json())
     return ImageChoice.from_json(stored)

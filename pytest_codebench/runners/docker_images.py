@@ -38,9 +38,22 @@ from filelock import FileLock
 
 from .. import __version__
 from ..errors import HarnessError
+from ..options import text_option
 
 if TYPE_CHECKING:
-    from ..benchmark import RunContext
+    from ..context import RunContext
+
+IMAGE = text_option(
+    "image",
+    "Image to run in (default: pytest-codebench/BENCHMARK, built once from the benchmark's Dockerfile;"
+    " where it lacks nvcc, the host's CUDA toolkit is mounted read-only).",
+    metavar="IMAGE",
+)
+DOCKER_BASE = text_option(
+    "docker-base",
+    "Base image (FROM) when the default image is built (default: the Dockerfile's, else codebench-base:bookworm).",
+    metavar="IMAGE",
+)
 
 # The base scripts/docker-setup.sh builds from Debian's packages, for machines without Docker Hub.
 LOCAL_BASE = "codebench-base:bookworm"
@@ -259,7 +272,7 @@ def choose(client: docker.DockerClient, context: RunContext, benchmark: str, lab
     images = Path(str(resources.files("pytest_codebench.images")))
     dockerfile = images / f"{benchmark}.Dockerfile"
     default_base, needs = declared(dockerfile.read_text()) if dockerfile.is_file() else (None, [])
-    given = context.settings["image"]
+    given = context.settings[IMAGE]
     if given:
         if chooser.image_id(given) is None:
             raise HarnessError(f"image {given} does not exist (build it, or leave out --codebench-image)")
@@ -271,7 +284,7 @@ def choose(client: docker.DockerClient, context: RunContext, benchmark: str, lab
         return ImageChoice(given, "given with --codebench-image", missing=missing)
     if not dockerfile.is_file():
         raise HarnessError(f"no Dockerfile for {benchmark}: give an image with --codebench-image")
-    base, base_id, why = chooser.base(context.settings["docker-base"], default_base)
+    base, base_id, why = chooser.base(context.settings[DOCKER_BASE], default_base)
     image = f"pytest-codebench/{benchmark}:{__version__}-{digest(dockerfile.read_text(), base_id)}"
     chooser.build(image, images, dockerfile.name, {"BASE": base})
     reason = f"built {why}"

@@ -2,22 +2,28 @@
 
 from __future__ import annotations
 
+import functools
 import os
+import platform
 import selectors
 import shutil
 import signal
 import subprocess
+import sys
 import time
 import uuid
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from filelock import FileLock
 
 from .. import cuda
 from ..errors import HarnessError
-from . import PROVISION_SCRIPT, Environment, OutputCap, Runner, RunResult
+from ..options import CACHE_DIR
+from . import PROVISION_SCRIPT, GpuProbe, OutputCap, Runner, RunHow, RunResult, Toolchain
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 # Every process a command starts inherits this variable (unless it clears its environment),
 # which finds the ones that left the process group with setsid() once the command is over.
@@ -59,23 +65,16 @@ class LocalRunner(Runner):
     process tree is killed, background children and setsid() escapees included."""
 
     name = "local"
+    python = sys.executable
 
-    def run(
-        self,
-        command: str,
-        *,
-        cwd: Path,
-        timeout: float,
-        env: Mapping[str, str] | None = None,
-        gpu: str | None = None,
-        network: bool = False,  # a local process cannot be taken off the network
-        environment: Environment | None = None,  # its prefix is a folder of this machine
-        shared: Mapping[Path, bool] | None = None,  # so are these, writable or not
-    ) -> RunResult:
+    def run(self, command: str, *, cwd: Path, timeout: float, **how: Unpack[RunHow]) -> RunResult:
+        # A local process cannot be taken off the network, and a toolchain's prefix and the
+        # shared folders are folders of this machine already: only env and gpu apply.
         token = uuid.uuid4().hex
         tmp = cwd / ".tmp"
         tmp.mkdir(exist_ok=True)
-        environment = self.environment(str(cwd), str(tmp), env)
+        environment = self.child_env(str(cwd), str(tmp), how.get("env"))
+        gpu = how.get("gpu")
         if gpu is not None:
             environment["CUDA_VISIBLE_DEVICES"] = gpu
         environment[MARK_VAR] = token
@@ -108,17 +107,21 @@ class LocalRunner(Runner):
             dropped_bytes=cap.dropped,
         )
 
-    def probe_gpus(self) -> dict[str, Any]:
+    def probe_gpus(self) -> GpuProbe:
         return cuda.probe_gpus()
 
-    def provision(self, key: str, recipe: Path) -> Environment:
+    def fingerprint(self) -> str:
+        """The host, its architecture and CPU, and the Python commands find."""
+        return f"{self.name}@{platform.node()} {platform.machine()} {_cpu_model()} {_python_version()}"
+
+    def provision(self, key: str, recipe: Path) -> Toolchain:
         """Install the recipe into ``CACHE_DIR/envs/KEY``, unless a finished one is there.
 
         The recipe is the harness's own (trusted) script: it runs with the caller's
         environment, so that package indexes and proxies configured there apply."""
         if (recipe / "Dockerfile").exists() and not (recipe / PROVISION_SCRIPT).exists():
             raise HarnessError("a Dockerfile environment needs --codebench-runner docker")
-        prefix = Path(self.context.settings["cache-dir"]) / "envs" / key
+        prefix = Path(self.context.settings[CACHE_DIR]) / "envs" / key
         done = prefix / ".codebench-done"
         prefix.parent.mkdir(parents=True, exist_ok=True)
         with FileLock(str(prefix) + ".lock"):
@@ -140,7 +143,7 @@ class LocalRunner(Runner):
                     output = (result.stdout + result.stderr).strip()[-2000:]
                     raise HarnessError(f"provisioning {prefix} failed (exit {result.returncode}):\n{output}")
                 done.touch()
-        return Environment(key, str(prefix))
+        return Toolchain(key, str(prefix))
 
     @staticmethod
     def _pump(proc: subprocess.Popen[bytes], cap: OutputCap, deadline: float) -> bool:
@@ -178,3 +181,18 @@ def _drain(fd: int, cap: OutputCap) -> None:
         if not chunk:
             return
         cap.feed(chunk)
+
+
+@functools.cache
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.partition(":")[2].strip()
+    except OSError:
+        pass
+    return platform.processor()
+
+
+def _python_version() -> str:
+    return f"Python {sys.version.split()[0]}"

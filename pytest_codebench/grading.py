@@ -1,0 +1,89 @@
+"""One item's grading, set up once: every step runs and logs through it, and it concludes.
+
+Like SWE-bench's ``run_instance``, the per-item state (the case, its workspace, the runner,
+the figures and logs gathered so far) lives in one place, so that a benchmark's ``grade``
+only says what to run and what the results mean.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from .cases import Case
+from .context import RunContext, slug
+from .runners import Runner, RunResult
+from .verdict import Outcome, Verdict
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+    from .runners import RunHow
+
+VERDICT_KEY = pytest.StashKey[Verdict]()
+
+
+@dataclasses.dataclass(frozen=True)
+class Step:
+    """One command of an item, and how its failure and its timeout read."""
+
+    phase: str
+    command: str
+    failed: Outcome
+    timed_out: Outcome
+
+
+@dataclasses.dataclass
+class Grading:
+    """One item's grading: runs its steps in its workspace, keeps each step's log and
+    seconds, and concludes with a verdict carrying them.
+
+    ``prefix`` names the logs and figures of a second grading in the same item (the
+    problem's reference, graded to tell the machine's fault from the model's)."""
+
+    context: RunContext
+    case: Case
+    workspace: Path
+    runner: Runner
+    prefix: str = ""
+    figures: dict[str, float | str] = dataclasses.field(default_factory=dict)
+    logs: dict[str, str] = dataclasses.field(default_factory=dict)
+
+    def run(self, phase: str, command: str, *, timeout: float, **how: Unpack[RunHow]) -> RunResult:
+        """``command`` in the workspace; its output is logged and its seconds recorded."""
+        result = self.runner.run(command, cwd=self.workspace, timeout=timeout, **how)
+        self.log(phase, result)
+        self.figures[f"{phase}_seconds"] = round(result.seconds, 3)
+        return result
+
+    def log(self, phase: str, result: RunResult | str) -> str:
+        """Keep the whole (capped) output of one step, or a text the harness made, under
+        the run's logs; returns its path."""
+        if isinstance(result, str):
+            result = RunResult(command=phase, exit_code=0, timed_out=False, seconds=0, output=result)
+        directory = self.context.run_dir / "logs" / slug(self.case.id)
+        directory.mkdir(parents=True, exist_ok=True)
+        path = directory / f"{self.prefix}{phase}.log"
+        status = "timed out" if result.timed_out else f"exit code {result.exit_code}"
+        path.write_text(f"$ {result.command}\n# {status} after {result.seconds:.2f} s\n{result.output}")
+        self.logs[f"{self.prefix}{phase}"] = str(path)
+        return str(path)
+
+    def verdict(self, outcome: Outcome, reason: str = "", result: RunResult | None = None, **fields: Any) -> Verdict:
+        """The conclusion, with the figures and logs so far; given the ``result`` of the
+        command it is about, also its command, exit code and the tail of its output."""
+        if result is not None:
+            fields = {"command": result.command, "exit_code": result.exit_code, "output_tail": result.tail(), **fields}
+        return Verdict(outcome, reason, figures=dict(self.figures), logs=dict(self.logs), **fields)
+
+    def step(self, step: Step, *, timeout: float, **how: Unpack[RunHow]) -> Verdict | None:
+        """Run ``step``: the verdict when it failed or timed out, None when it passed."""
+        result = self.run(step.phase, step.command, timeout=timeout, **how)
+        if result.timed_out:
+            return self.verdict(step.timed_out, f"{step.phase} exceeded {timeout:g} s", result)
+        if not result.ok:
+            return self.verdict(step.failed, f"{step.phase} failed", result)
+        return None
