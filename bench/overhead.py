@@ -1,13 +1,16 @@
 """What the plugin costs per item, measured side by side with a bare loop in one run.
 
-    python bench/overhead.py [--tasks 300] [--collect 10000] [--rounds 3]
+    python bench/overhead.py [--tasks 300] [--collect 10000] [--rounds 3] [--against DIR]
 
 Grading: N trivial tasks (build and test commands that do nothing) through
 ``pytest --codebench=computeeval`` against a bare loop of the same subprocess calls
 (``sh -c true`` twice per task). Fixed costs (interpreter and pytest start-up) cancel out by
 timing two sizes: per item = (T(2N) - T(N)) / N. Collection: ``pytest --collect-only`` of a
 dataset of 10,000 tasks, minus the same run on a one-task dataset.
-Timings drift on shared machines; the ratios, taken in the same run, hold.
+With ``--against DIR`` (a checkout of the plugin at another commit, e.g. from
+``git worktree add DIR COMMIT``), that checkout's plugin is timed too, interleaved, and both
+are printed with their ratio. Timings drift on shared machines; the ratios, taken in the same
+run, hold.
 """
 
 from __future__ import annotations
@@ -42,11 +45,26 @@ def problems(path: Path, count: int) -> Path:
     return path
 
 
-def pytest_seconds(dataset: Path, *extra: str) -> float:
-    command = [sys.executable, "-m", "pytest", "--codebench=computeeval", f"--codebench-dataset={dataset}",
-               "--codebench-run-without-gpu", "-q", "-p", "no:cacheprovider", "-p", "no:benchmark", *extra]
+def pytest_seconds(dataset: Path, *extra: str, plugin: Path | None = None) -> float:
+    """``pytest --codebench=computeeval`` on ``dataset``: the installed plugin, or the one in
+    the checkout ``plugin`` (put first on the path)."""
+    env = {**os.environ, "PYTHONPATH": str(plugin)} if plugin else None
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "--codebench=computeeval",
+        f"--codebench-dataset={dataset}",
+        "--codebench-run-without-gpu",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "no:benchmark",
+        *extra,
+    ]
     started = time.perf_counter()
-    done = subprocess.run(command, cwd=dataset.parent, capture_output=True, text=True)
+    done = subprocess.run(command, cwd=dataset.parent, capture_output=True, text=True, env=env)
     elapsed = time.perf_counter() - started
     if done.returncode not in (0, 5):
         sys.exit(f"pytest failed:\n{done.stdout[-3000:]}{done.stderr[-3000:]}")
@@ -66,8 +84,15 @@ def bare_seconds(count: int, workspace: Path | None = None) -> float:
                 (cwd / name).parent.mkdir(parents=True, exist_ok=True)
                 (cwd / name).write_text("int x;\n")
         for _ in range(2):
-            subprocess.run(["/bin/sh", "-c", "true"], cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                           stderr=subprocess.STDOUT, start_new_session=True, check=True)
+            subprocess.run(
+                ["/bin/sh", "-c", "true"],
+                cwd=cwd,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                check=True,
+            )
         if cwd is not None:
             shutil.rmtree(cwd)
     return time.perf_counter() - started
@@ -78,25 +103,38 @@ def main() -> None:
     parser.add_argument("--tasks", type=int, default=300)
     parser.add_argument("--collect", type=int, default=10_000)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--against", type=Path, help="another checkout of the plugin, timed side by side")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)
         small = problems(base / "small.jsonl", args.tasks)
         large = problems(base / "large.jsonl", 2 * args.tasks)
         work = base / "bare"
-        plugin, bare, harness = [], [], []
+        plugin, other, bare, harness = [], [], [], []
         for _ in range(args.rounds):  # interleaved, so drift hits all alike
             plugin.append((pytest_seconds(large) - pytest_seconds(small)) / args.tasks)
+            if args.against:
+                against = args.against.resolve()
+                seconds = pytest_seconds(large, plugin=against) - pytest_seconds(small, plugin=against)
+                other.append(seconds / args.tasks)
             bare.append((bare_seconds(2 * args.tasks) - bare_seconds(args.tasks)) / args.tasks)
             harness.append((bare_seconds(2 * args.tasks, work) - bare_seconds(args.tasks, work)) / args.tasks)
         per_item, per_bare, per_harness = (statistics.median(x) for x in (plugin, bare, harness))
-        print(f"grading {args.tasks} vs {2 * args.tasks} trivial tasks, median of {args.rounds} rounds, {os.cpu_count()} cores")
+        print(
+            f"grading {args.tasks} vs {2 * args.tasks} trivial tasks, median of {args.rounds} rounds, {os.cpu_count()} cores"
+        )
         print(f"  plugin per item:                {1000 * per_item:7.2f} ms")
         print(f"  bare loop per item:             {1000 * per_bare:7.2f} ms  (2 x sh -c true)")
-        print(f"  bare loop + workspace per item: {1000 * per_harness:7.2f} ms  (same, in a fresh directory of 3 files)")
+        print(
+            f"  bare loop + workspace per item: {1000 * per_harness:7.2f} ms  (same, in a fresh directory of 3 files)"
+        )
         print(f"  overhead per item:              {1000 * (per_item - per_bare):7.2f} ms  (target <= 15 ms)")
         print(f"  ratio plugin / bare loop:       {per_item / per_bare:7.2f} x   (target <= 1.2 x)")
         print(f"  ratio plugin / bare + workspace:{per_item / per_harness:7.2f} x")
+        if other:
+            per_other = statistics.median(other)
+            print(f"  plugin at {args.against} per item: {1000 * per_other:7.2f} ms")
+            print(f"  ratio this plugin / that one:   {per_item / per_other:7.2f} x")
 
         one = problems(base / "one.jsonl", 1)
         many = problems(base / "many.jsonl", args.collect)

@@ -55,6 +55,8 @@ def join_samples(tasks: Sequence[str], samples: Iterable[Sample], case: Callable
         cases.append(case(sample, number))
     # sorted() is stable: an unknown task's samples keep their order.
     return sorted(cases, key=lambda made: order.get(made.task_id, len(order)))
+
+
 class Benchmark(abc.ABC):
     """One benchmark: its formats (``load``), its workspace (``prepare``), its grading
     (``grade``) and its metrics (``summarize``)."""

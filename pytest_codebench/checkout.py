@@ -94,12 +94,18 @@ class Mirror:
         if not self.path.exists():
             partial = self.path.with_name(self.path.name + ".partial")
             shutil.rmtree(partial, ignore_errors=True)
-            _checked(git("clone", "--mirror", "--quiet", self.url, str(partial), timeout=FETCH_TIMEOUT), f"cloning {self.url}")
+            _checked(
+                git("clone", "--mirror", "--quiet", self.url, str(partial), timeout=FETCH_TIMEOUT),
+                f"cloning {self.url}",
+            )
             # Work trees borrow the mirror's objects: never let an automatic gc drop one.
             _checked(git("config", "gc.auto", "0", cwd=partial), "git config")
             partial.rename(self.path)  # a half-done clone never looks like a mirror
         else:
-            _checked(git("fetch", "--quiet", "--prune", "origin", cwd=self.path, timeout=FETCH_TIMEOUT), f"fetching {self.url}")
+            _checked(
+                git("fetch", "--quiet", "--prune", "origin", cwd=self.path, timeout=FETCH_TIMEOUT),
+                f"fetching {self.url}",
+            )
 
     def worktree(self, commit: str, dest: Path) -> str:
         """Make a clean work tree of ``commit`` at ``dest`` (which must not exist), sharing the

@@ -91,5 +91,5 @@ def _prune(runs: Path, keep: int) -> None:
     """Remove all but the newest ``keep`` run folders (their names sort by time)."""
     if not runs.is_dir():
         return
-    for old in sorted(path for path in runs.iterdir() if path.is_dir())[:-keep or None]:
+    for old in sorted(path for path in runs.iterdir() if path.is_dir())[: -keep or None]:
         shutil.rmtree(old, ignore_errors=True)

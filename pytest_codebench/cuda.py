@@ -12,7 +12,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, TypedDict, cast
 
 if TYPE_CHECKING:
     from .runners import GpuProbe, Runner
@@ -44,21 +44,40 @@ print(json.dumps({"gpus": gpus}))
 """
 
 # Data-centre parts, by the model names NVIDIA gives them (the official harness's notion).
-_DATACENTER = re.compile(r"\b(A100|A30|A40|A10|A16|A2|H100|H200|H20|H800|GH200|B100|B200|GB200|L4|L40S?|T4|V100|P100)\b")
+_DATACENTER = re.compile(
+    r"\b(A100|A30|A40|A10|A16|A2|H100|H200|H20|H800|GH200|B100|B200|GB200|L4|L40S?|T4|V100|P100)\b"
+)
 
 
 def probe_gpus(timeout: float = 60) -> GpuProbe:
     """{"gpus": [{"index", "name", "compute_capability"}...]}, or {"error": why there is none}."""
     try:
-        done = subprocess.run(
-            [sys.executable, "-c", _PROBE], capture_output=True, text=True, timeout=timeout
-        )
+        done = subprocess.run([sys.executable, "-c", _PROBE], capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         return {"error": f"the CUDA driver did not answer within {timeout:.0f} s"}
     try:
         return cast("GpuProbe", json.loads(done.stdout.strip().splitlines()[-1]))
     except (IndexError, json.JSONDecodeError):
         return {"error": f"the GPU probe failed: {done.stderr.strip()[-500:]}"}
+
+
+class Toolkit(TypedDict, total=False):
+    """The CUDA toolkit commands build with, or ``error`` saying why there is none."""
+
+    #: nvcc's release, ``major.minor``.
+    version: str
+    #: Where the toolkit is installed, as nvcc's dry run names it.
+    root: str | None
+    #: The folders nvcc links from.
+    library_dirs: list[str]
+    error: str
+
+
+class Machine(TypedDict):
+    """What the commands of a run get: the toolkit and the GPUs."""
+
+    toolkit: Toolkit
+    gpu: GpuProbe
 
 
 def is_datacenter(name: str) -> bool:
@@ -88,7 +107,7 @@ true
 """
 
 
-def probe_toolkit(runner: Runner, workdir: Path) -> dict[str, Any]:
+def probe_toolkit(runner: Runner, workdir: Path) -> Toolkit:
     """nvcc's release and where it lives: {"version": "13.0", "root": ..., "library_dirs":
     [...]}, or {"error": ...} without a toolkit."""
     result = runner.run(_TOOLKIT_PROBE, cwd=workdir, timeout=120)
@@ -105,7 +124,9 @@ def probe_toolkit(runner: Runner, workdir: Path) -> dict[str, Any]:
     return {
         "version": match.group(1),
         "root": os.path.normpath(top.group(1).strip()) if top else None,
-        "library_dirs": [os.path.normpath(d) for d in re.findall(r'-L"?([^"\s]+)', libraries.group(1))] if libraries else [],
+        "library_dirs": [os.path.normpath(d) for d in re.findall(r'-L"?([^"\s]+)', libraries.group(1))]
+        if libraries
+        else [],
     }
 
 

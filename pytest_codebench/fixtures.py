@@ -22,6 +22,7 @@ from .options import BENCHMARK, CACHE_DIR, KEEP_WORKSPACES, REPO
 from .runners import GpuProbe, Runner, RunResult
 from .session import STATE_KEY, CodebenchSession
 from .verdict import Outcome, Verdict
+
 # Where an engine must be there (CI), its absence fails container fixtures instead of skipping.
 REQUIRE_DOCKER = "CODEBENCH_REQUIRE_DOCKER"
 GPU_WAIT_SECONDS = 3600
@@ -135,8 +136,9 @@ def checkout(request: pytest.FixtureRequest, tmp_path: Path, default_url: str | 
     # A relative path is relative to where pytest started (the option), to the dataset (a
     # task's repo_url) or to the rootdir (a marker).
     session = request.config.stash.get(STATE_KEY, None)
-    if settings[REPO]:
-        url = resolve_url(settings[REPO], request.config.invocation_params.dir)
+    repo = settings[REPO]
+    if repo:
+        url = resolve_url(repo, request.config.invocation_params.dir)
     elif given.get("url"):
         url = resolve_url(given["url"], request.config.rootpath)
     elif record and session is not None:
@@ -144,7 +146,10 @@ def checkout(request: pytest.FixtureRequest, tmp_path: Path, default_url: str | 
     elif default_url:
         url = default_url
     else:
-        pytest.fail("codebench_checkout needs a repository: @pytest.mark.codebench_repo(URL, COMMIT) or --codebench-repo", pytrace=False)
+        pytest.fail(
+            "codebench_checkout needs a repository: @pytest.mark.codebench_repo(URL, COMMIT) or --codebench-repo",
+            pytrace=False,
+        )
     mirror = Mirror(url, Path(settings[CACHE_DIR]))
     path = tmp_path / "checkout"
     sha = _harness(lambda: mirror.worktree(commit, path))
@@ -185,7 +190,6 @@ def _unavailable(reason: str) -> NoReturn:
 @pytest.fixture(scope="session")
 def _codebench_docker(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runner]:
     from .runners.docker import DockerRunner
-
     from .runners.docker_images import IMAGE
 
     session = request.config.stash.get(STATE_KEY, None)

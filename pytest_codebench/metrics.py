@@ -6,7 +6,7 @@ import math
 from collections import defaultdict
 from typing import Any
 
-from .reporting import examples, graded
+from .reporting import ItemResult, examples, graded, outcome_of
 from .verdict import Outcome
 
 
@@ -18,7 +18,7 @@ def pass_at_k(n: int, c: int, k: int) -> float:
     return 1.0 - math.prod(1.0 - k / i for i in range(n - c + 1, n + 1))
 
 
-def pass_at_ks(results: list[dict[str, Any]], ks: list[int]) -> dict[str, Any]:
+def pass_at_ks(results: list[ItemResult], ks: list[int]) -> dict[str, Any]:
     """pass@k for each k, mean over problems with at least one graded sample; a k that some
     problem has too few samples for is not computed, with the reason (never silently dropped)."""
     tasks: dict[str, list[int]] = defaultdict(lambda: [0, 0])  # task -> [graded n, passed c]
@@ -27,7 +27,7 @@ def pass_at_ks(results: list[dict[str, Any]], ks: list[int]) -> dict[str, Any]:
         seen.add(result["task_id"])
         if graded(result):
             tasks[result["task_id"]][0] += 1
-            tasks[result["task_id"]][1] += result["outcome"] == Outcome.PASSED
+            tasks[result["task_id"]][1] += outcome_of(result) is Outcome.PASSED
     values: dict[str, float] = {}
     not_computed: dict[str, str] = {}
     for k in ks:
@@ -36,7 +36,9 @@ def pass_at_ks(results: list[dict[str, Any]], ks: list[int]) -> dict[str, Any]:
             not_computed[str(k)] = "no problem has a graded sample"
         elif short:
             n, task = short[0]
-            not_computed[str(k)] = f"{len(short)} of {len(tasks)} problems have fewer than {k} graded samples ({task} has {n})"
+            not_computed[str(k)] = (
+                f"{len(short)} of {len(tasks)} problems have fewer than {k} graded samples ({task} has {n})"
+            )
         else:
             values[str(k)] = sum(pass_at_k(n, c, k) for n, c in tasks.values()) / len(tasks)
     return {

@@ -143,7 +143,9 @@ SOLUTIONS = text_option(
     metavar="PATH",
 )
 RUNNER = Option("runner", "Where commands run.", "local", str, "NAME")
-K = Option("k", "The k values of pass@k to report, comma separated.", [1], int_list, "K[,K...]", ini_type="args")
+K: Option[list[int]] = Option(
+    "k", "The k values of pass@k to report, comma separated.", [1], int_list, "K[,K...]", ini_type="args"
+)
 FAIL_UNDER: Option[float | None] = Option(
     "fail-under",
     "Exit status follows the benchmark's score (in percent) instead of the items.",
@@ -164,7 +166,7 @@ OUTPUT_LIMIT = int_option(
     default=256 * 1024,
     metavar="BYTES",
 )
-ENV = Option(
+ENV: Option[list[str]] = Option(
     "env",
     "Extra environment variable names (globs) passed to untrusted code; secrets never are.",
     [],

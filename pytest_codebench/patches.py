@@ -17,7 +17,8 @@ import subprocess
 from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 
-from unidiff import PatchSet, UnidiffParseError
+from unidiff.errors import UnidiffParseError
+from unidiff.patch import PatchSet
 
 from .checkout import git
 from .errors import HarnessError
@@ -36,7 +37,9 @@ ATTEMPTS = (
 )
 PREVIOUSLY_APPLIED = "Reversed (or previously applied) patch detected"
 DOES_NOT_APPLY = "the patch does not apply (git apply, --3way, --reject, patch --fuzz)"
-ALREADY_APPLIED = f"the patch is already in the base commit: patch says {PREVIOUSLY_APPLIED!r} (never applied in reverse)"
+ALREADY_APPLIED = (
+    f"the patch is already in the base commit: patch says {PREVIOUSLY_APPLIED!r} (never applied in reverse)"
+)
 CHANGES_NOTHING = "the patch changes nothing: already applied? ({method} exited 0 and left the tree as the base commit)"
 SYMLINK_MODE = "120000"
 DEV_NULL = "/dev/null"
@@ -144,7 +147,7 @@ def _path(name: str, *, prefixed: bool = True) -> PurePosixPath:
     return PurePosixPath(*path.parts[1:]) if prefixed and len(path.parts) > 1 else path
 
 
-def _named_lines(text: str, body: set[int]) -> Iterator[tuple[str, bool]]:
+def _named_lines(text: str, body: set[int | None]) -> Iterator[tuple[str, bool]]:
     """(name, prefixed) for each file a header line names, hunk bodies skipped: also the
     ``---`` line unidiff ignores under a ``diff --git`` header, and stray ones a tool may read."""
     for number, line in enumerate(io.StringIO(text), 1):
@@ -208,9 +211,9 @@ def parse(text: str) -> Diff:
         return Diff(text, (), {}, malformed="no file diff found: not a unified diff")
     files = [_path(name, prefixed=prefixed) for name, prefixed in named if name != DEV_NULL]
     added: dict[str, set[int]] = {}
-    for patched, target in zip(patch, targets):
+    for patched, target in zip(patch, targets, strict=True):
         if target != DEV_NULL:
-            lines = {line.target_line_no for hunk in patched for line in hunk if line.is_added}
+            lines = {line.target_line_no for hunk in patched for line in hunk if line.is_added and line.target_line_no}
             added.setdefault(str(_path(target)), set()).update(lines)
     return Diff(text, tuple(dict.fromkeys(files)), added, _links(patch))
 
@@ -249,7 +252,16 @@ def _attempt(tree: Path, argv: list[str]) -> tuple[int | None, str]:
         if argv[0] == "git":
             result = git(*argv[1:], cwd=tree, timeout=PATCH_TIMEOUT)
         else:
-            result = subprocess.run(argv, check=False, cwd=tree, stdin=subprocess.DEVNULL, capture_output=True, text=True, errors="replace", timeout=PATCH_TIMEOUT)
+            result = subprocess.run(
+                argv,
+                check=False,
+                cwd=tree,
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+                errors="replace",
+                timeout=PATCH_TIMEOUT,
+            )
     except subprocess.TimeoutExpired:
         return None, f"ran past {PATCH_TIMEOUT} s"
     except HarnessError as exc:  # git's own timeout or absence, from the helper
@@ -288,7 +300,11 @@ def apply(tree: Path, patch_file: Path) -> Applied:
     except UnsafePath as exc:
         return Applied(None, f"not applied: {exc}", f"the patch is refused: {exc}")
     if diff.malformed is not None:
-        return Applied(None, f"not applied: {diff.malformed}", f"the patch is not a unified diff the harness can read: {diff.malformed}")
+        return Applied(
+            None,
+            f"not applied: {diff.malformed}",
+            f"the patch is not a unified diff the harness can read: {diff.malformed}",
+        )
     log: list[str] = []
     previously = False
     for name, command in ATTEMPTS:

@@ -11,6 +11,7 @@ from . import fixtures, hooks
 from .benchmark import benchmark_classes, get_benchmark_class
 from .context import RUN_DIR_KEY, SETTINGS_KEY, RunContext
 from .errors import DatasetError, HarnessError
+from .items import dataset_args, dataset_nodeid
 from .options import BENCHMARK, CORE_OPTIONS, Option, Settings, register
 from .runners import GpuProbe, runner_classes
 from .session import STATE_KEY, CodebenchSession
@@ -18,8 +19,9 @@ from .session import STATE_KEY, CodebenchSession
 
 def _all_options() -> list[tuple[str | None, tuple[Option[Any], ...]]]:
     """Core options, then each installed benchmark's and runner's own, titled by their name."""
-    extra = [*benchmark_classes().items(), *runner_classes().items()]
-    return [(None, CORE_OPTIONS), *((name, tuple(cls.options)) for name, cls in extra)]
+    benchmarks = [(name, tuple(cls.options)) for name, cls in benchmark_classes().items()]
+    runners = [(name, tuple(cls.options)) for name, cls in runner_classes().items()]
+    return [(None, CORE_OPTIONS), *benchmarks, *runners]
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -67,6 +69,8 @@ def pytest_configure(config: pytest.Config) -> None:
     # the directory it was started in; explicit paths or node ids are kept as given.
     if config.args_source is not pytest.Config.ArgsSource.ARGS:
         config.args = [str(dataset_path)]
+    else:  # a node id as printed names the dataset by benchmark and name, not by path
+        config.args = dataset_args(config.args, dataset_nodeid(benchmark.name, dataset_path), dataset_path)
     session = CodebenchSession(config, benchmark, dataset_path)
     config.stash[STATE_KEY] = session
     config.pluginmanager.register(session, "codebench-session")

@@ -125,7 +125,7 @@ def file_list(record: dict[str, Any], field: str, label: str, line: int) -> list
             raise DatasetError(label, "expected an object with path and content", line=line, field=f"{field}[{index}]")
         for key in ("path", "content"):
             require(entry, key, str, label, line, where=f"{field}[{index}].{key}")
-    return files
+    return files  # type: ignore[no-any-return]  # require() checked it is a list, and each entry above
 
 
 def archive_members(path: Path, names: Sequence[str]) -> dict[str, bytes]:
@@ -133,8 +133,8 @@ def archive_members(path: Path, names: Sequence[str]) -> dict[str, bytes]:
     into memory: nothing is extracted, so member names can never write outside."""
     found: dict[str, bytes] = {}
     try:
-        mode = "r:gz" if path.name.endswith(("gz", ".tgz")) else "r:"
-        with tarfile.open(path, mode) as archive:
+        compressed = path.name.endswith(("gz", ".tgz"))
+        with tarfile.open(path, "r:gz" if compressed else "r:") as archive:
             for member in archive:
                 name = member.name.rsplit("/", 1)[-1]
                 if name in names and member.isfile():

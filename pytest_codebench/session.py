@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator
+from collections.abc import Generator
 from pathlib import Path
 from typing import Any
 
@@ -12,9 +12,18 @@ import pytest
 from .benchmark import Benchmark
 from .context import RunContext
 from .grading import VERDICT_KEY
-from .items import CodebenchItem, DatasetFile
+from .items import CodebenchItem, DatasetFile, place_skip
 from .options import FAIL_UNDER, REPORT, RUNNER, Settings
-from .reporting import ItemResult, RunInfo, Summary, crash_result, item_result, junit_properties, outcome_lines, write_report
+from .reporting import (
+    ItemResult,
+    RunInfo,
+    Summary,
+    crash_result,
+    item_result,
+    junit_properties,
+    outcome_lines,
+    write_report,
+)
 from .runners import Runner, get_runner_class
 from .verdict import Outcome, Verdict
 
@@ -67,8 +76,10 @@ class CodebenchSession:
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(
         self, item: pytest.Item, call: pytest.CallInfo[None]
-    ) -> Iterator[None]:
+    ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
         report: pytest.TestReport = yield
+        if isinstance(item, CodebenchItem) and call.when == "call":
+            place_skip(item, report)
         concluded = call.when == "call" or (call.when == "setup" and not report.passed)
         if isinstance(item, CodebenchItem) and concluded:
             # Without a verdict the item never got graded (a bad record, harness trouble, a
@@ -142,5 +153,5 @@ class CodebenchSession:
 
     def crash_as_error(self, report: pytest.TestReport) -> None:
         """A worker that died took its item with it: harness trouble, reported as an error."""
-        report.when = "setup"  # type: ignore[assignment]  # an error, in the terminal and JUnit alike
+        report.when = "setup"  # an error, in the terminal and JUnit alike
         report.codebench = crash_result(report.nodeid)  # type: ignore[attr-defined]

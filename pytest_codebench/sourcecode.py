@@ -45,8 +45,9 @@ def missing_references(
 
     references: None or [] -> nothing required; a string -> that one required; a list -> all
     required; a mapping with keys 'all' and/or 'any' (either missing or null: no requirement) ->
-    every 'all' entry and at least one 'any' entry (when 'any' is non-empty). Raises ValueError (with a message naming what is wrong) for
-    any other shape (unknown keys, non-string entries...).
+    every 'all' entry and at least one 'any' entry (when 'any' is non-empty). Raises ValueError
+    (with a message naming what is wrong) for any other shape (unknown keys, non-string
+    entries...).
     """
     required, alternatives = _requirements(references)
     # Each file is tokenised once; a reference is tokenised like the file it is looked for in,
@@ -57,9 +58,7 @@ def missing_references(
         streams.append((language, code_tokens(text, language)))
 
     def used(reference: str) -> bool:
-        return any(
-            _contains(tokens, code_tokens(reference, language)) for language, tokens in streams
-        )
+        return any(_contains(tokens, code_tokens(reference, language)) for language, tokens in streams)
 
     problems = [f"missing {reference}" for reference in required if not used(reference)]
     if alternatives and not any(used(reference) for reference in alternatives):
@@ -79,9 +78,7 @@ def _requirements(references: object) -> tuple[list[str], list[str]]:
     if isinstance(references, Mapping):
         unknown = sorted(map(repr, set(references) - {"all", "any"}))
         if unknown:
-            raise ValueError(
-                f"references: unknown key(s) {', '.join(unknown)}; expected 'all' and/or 'any'"
-            )
+            raise ValueError(f"references: unknown key(s) {', '.join(unknown)}; expected 'all' and/or 'any'")
         # A key that is missing or null sets no requirement (201 problems of 2026-1 have
         # "any": null, 2 have "all": null).
         return (
@@ -113,11 +110,7 @@ def _contains(haystack: list[str], needle: list[str]) -> bool:
     if not needle:
         return False
     width = len(needle)
-    return any(
-        haystack[start : start + width] == needle
-        for start, token in enumerate(haystack)
-        if token == needle[0]
-    )
+    return any(haystack[start : start + width] == needle for start, token in enumerate(haystack) if token == needle[0])
 
 
 # --- C, C++ and CUDA --------------------------------------------------------------------------
@@ -251,6 +244,4 @@ def _python_tokens(text: str) -> list[str]:
 
 
 def _python_fallback_tokens(text: str) -> list[str]:
-    return [
-        match.group() for match in _PYTHON_FALLBACK.finditer(text) if match.lastgroup == "token"
-    ]
+    return [match.group() for match in _PYTHON_FALLBACK.finditer(text) if match.lastgroup == "token"]

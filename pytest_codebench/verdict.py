@@ -68,7 +68,9 @@ class Verdict:
     @classmethod
     def of_run(cls, outcome: Outcome, reason: str, result: RunResult, **fields: Any) -> Verdict:
         """The verdict on a command's run: its command, exit code and the tail of its output."""
-        return cls(outcome, reason, command=result.command, exit_code=result.exit_code, output_tail=result.tail(), **fields)
+        return cls(
+            outcome, reason, command=result.command, exit_code=result.exit_code, output_tail=result.tail(), **fields
+        )
 
     def describe(self) -> str:
         """The failure text: category, command, exit code, then the tail of the output."""

@@ -15,26 +15,26 @@ import shutil
 from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from .. import cuda
 from ..benchmark import Benchmark, Sample, join_samples
 from ..cases import Case, Dataset
 from ..context import RunContext, slug
+from ..errors import DatasetError
 from ..grading import Grading, Step
 from ..metrics import describe_excluded, describe_pass_at_k, pass_at_ks
 from ..once import SlotPool
 from ..options import BUILD_JOBS, CACHE_DIR, KEEP_WORKSPACES, SOLUTIONS, K, bool_option
-from ..errors import DatasetError
 from ..records import archive_members, is_archive, read_jsonl, sha256_file
 from ..reporting import ItemResult, Summary
 from ..runners import Gpu, GpuProbe, Runner
 from ..sourcecode import missing_references
 from ..verdict import Outcome, Status, Verdict
 from ..workspace import UnsafePath, guarded_paths, normalise, write_file
+from . import computeeval_releases
 from .computeeval_records import Problem, check_problem, check_solution, hash_mismatch, read_metadata, solution_files
 from .computeeval_reference import ReferenceCache, reference_key
-from . import computeeval_releases
 from .computeeval_rules import judge_test, linked_libraries, machine_cannot_grade, unmet_requirement
 
 DEFAULT_TIMEOUT = 60.0
@@ -55,7 +55,7 @@ class ComputeEval(Benchmark):
 
     def __init__(self, context: RunContext) -> None:
         super().__init__(context)
-        self._machine: dict[str, Any] | None = None
+        self._machine: cuda.Machine | None = None
 
     # -- loading --------------------------------------------------------------------------------
 
@@ -67,7 +67,9 @@ class ComputeEval(Benchmark):
     def load(self) -> Dataset:
         path = self.dataset_path()
         problems, release, broken = self._read_problems(path)
-        cases = join_samples(list(problems), self._samples(problems), lambda sample, number: self._case(problems, sample, number))
+        cases = join_samples(
+            list(problems), self._samples(problems), lambda sample, number: self._case(problems, sample, number)
+        )
         return Dataset(str(path), sha256_file(path), release, broken + cases)
 
     def _samples(self, problems: dict[str, Problem]) -> Iterator[Sample]:
@@ -89,8 +91,8 @@ class ComputeEval(Benchmark):
             data, label = path.read_bytes(), str(path)
         for line in read_jsonl(label, data):
             record = line.value or {}
-            task_id = record.get("task_id")
-            name = task_id if isinstance(task_id, str) else f"{path.name}:{line.number}"
+            given = record.get("task_id")
+            name = given if isinstance(given, str) else f"{path.name}:{line.number}"
             try:
                 check_solution(line, label, problems)
             except DatasetError as error:
@@ -111,7 +113,8 @@ class ComputeEval(Benchmark):
         problems: dict[str, Problem] = {}
         broken: list[Case] = []
         for line in read_jsonl(label, data):
-            task_id = (line.value or {}).get("task_id")
+            given = (line.value or {}).get("task_id")
+            task_id = given if isinstance(given, str) else ""
             try:
                 check_problem(line, label)
                 if task_id in problems:
@@ -119,8 +122,16 @@ class ComputeEval(Benchmark):
                 mismatch = None if hashes is None else hash_mismatch(task_id, line, hashes)
                 error = None if mismatch is None else str(DatasetError(label, mismatch, line=line.number))
             except DatasetError as exc:
-                if not isinstance(task_id, str) or task_id in problems:
-                    broken.append(Case(id=f"problems.jsonl:{line.number}", task_id="", sample=0, error=str(exc), line=line.number - 1))
+                if not task_id or task_id in problems:
+                    broken.append(
+                        Case(
+                            id=f"problems.jsonl:{line.number}",
+                            task_id="",
+                            sample=0,
+                            error=str(exc),
+                            line=line.number - 1,
+                        )
+                    )
                     continue
                 error = str(exc)
             problems[task_id] = Problem(line.value or {}, line.number, error)
@@ -209,7 +220,9 @@ class ComputeEval(Benchmark):
         gpus = probe.get("gpus") or []
         if not gpus and not self.settings[RUN_WITHOUT_GPU]:
             built = f"build ok in {grading.figures['build_seconds']:.1f} s" if build else "nothing to build"
-            return grading.verdict(Outcome.SKIPPED, f"no usable CUDA GPU; {built} ({probe.get('error') or 'none found'})")
+            return grading.verdict(
+                Outcome.SKIPPED, f"no usable CUDA GPU; {built} ({probe.get('error') or 'none found'})"
+            )
         with self._gpu(gpus, wait) as gpu:
             result = grading.run("test", record["test_command"], timeout=timeout, gpu=gpu)
         judged = judge_test(result, bool(gpus), timeout)
@@ -241,7 +254,9 @@ class ComputeEval(Benchmark):
             rejected = self.prepare(reference, workspace)
             if rejected is not None:
                 return Verdict(Outcome.INVALID_SOLUTION, f"the reference's {rejected}")
-            return self._build_and_test(Grading(self.context, reference, workspace, grading.runner, prefix="reference-"))
+            return self._build_and_test(
+                Grading(self.context, reference, workspace, grading.runner, prefix="reference-")
+            )
         finally:
             if not self.settings[KEEP_WORKSPACES]:
                 shutil.rmtree(workspace, ignore_errors=True)
@@ -252,13 +267,13 @@ class ComputeEval(Benchmark):
 
     # -- the machine ----------------------------------------------------------------------------
 
-    def machine(self, runner: Runner) -> dict[str, Any]:
+    def machine(self, runner: Runner) -> cuda.Machine:
         """The toolkit and the GPUs that ``runner``'s commands get, probed once per run for
         every process of it."""
         if self._machine is None:
             config = self.context.config
 
-            def probe() -> dict[str, Any]:
+            def probe() -> cuda.Machine:
                 workdir = self.context.run_dir / "probe"
                 workdir.mkdir(exist_ok=True)
                 return {
@@ -266,7 +281,7 @@ class ComputeEval(Benchmark):
                     "gpu": config.hook.pytest_codebench_probe_gpus(config=config),
                 }
 
-            self._machine = self.context.once(MACHINE_KEY, probe)
+            self._machine = cast(cuda.Machine, self.context.once(MACHINE_KEY, probe))
         return self._machine
 
     def report_info(self) -> dict[str, Any]:
@@ -282,11 +297,15 @@ class ComputeEval(Benchmark):
         if "error" in self.machine(runner)["toolkit"]:
             return set()
         workdir = self.context.run_dir / "probe"
-        return {
-            name
-            for name in linked_libraries(record.get("build_command") or "")
-            if self.context.once(f"{LIBRARY_KEY}-{name}", lambda name=name: name in cuda.linkable_libraries(runner, workdir, [name]))
-        }
+
+        def links(name: str) -> bool:
+            return bool(
+                self.context.once(
+                    f"{LIBRARY_KEY}-{name}", lambda: name in cuda.linkable_libraries(runner, workdir, [name])
+                )
+            )
+
+        return {name for name in linked_libraries(record.get("build_command") or "") if links(name)}
 
     @functools.cached_property
     def _build_slots(self) -> SlotPool:

@@ -16,6 +16,7 @@ from typing import Any, TypedDict
 
 from filelock import FileLock
 
+from ..cuda import Machine
 from ..verdict import Outcome, Verdict
 
 # Bumped when what a stored answer means changes, so older answers are not trusted.
@@ -32,10 +33,16 @@ class StoredReference(TypedDict):
     """The tail of the failing command's output, where the first error line is found."""
 
 
-def reference_key(record: Mapping[str, Any], machine: Mapping[str, Any], runner: str) -> str:
+def reference_key(record: Mapping[str, Any], machine: Machine, runner: str) -> str:
     """Names one (problem, machine) pair: the problem's exact record, the toolkit and GPUs
     probed, and the runner's own fingerprint (host, image)."""
-    identity = {"format": FORMAT, "problem": record, "toolkit": machine["toolkit"], "gpus": machine["gpu"].get("gpus"), "runner": runner}
+    identity = {
+        "format": FORMAT,
+        "problem": record,
+        "toolkit": machine["toolkit"],
+        "gpus": machine["gpu"].get("gpus"),
+        "runner": runner,
+    }
     return hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()[:40]
 
 

@@ -35,7 +35,16 @@ from packaging.version import InvalidVersion, Version
 
 from ..errors import HarnessError
 from ..options import CACHE_DIR, DATASET
-from .computeeval_wheel import PACKAGE, RELEASES, Wheel, check_member, member_name, record_digest, record_entry, wheel_version
+from .computeeval_wheel import (
+    PACKAGE,
+    RELEASES,
+    Wheel,
+    check_member,
+    member_name,
+    record_digest,
+    record_entry,
+    wheel_version,
+)
 
 if TYPE_CHECKING:
     from ..context import RunContext
@@ -259,7 +268,9 @@ def resolve(release: str, cache_dir: Path, announce: Announce) -> Resolved:
         with FileLock(str(root / "resolve.lock"), timeout=PIP_TIMEOUT):
             return _resolve_locked(release, cache_dir, root, announce)
     except Timeout:
-        raise HarnessError(f"waited {PIP_TIMEOUT:.0f} s for another process resolving ComputeEval releases in {root}") from None
+        raise HarnessError(
+            f"waited {PIP_TIMEOUT:.0f} s for another process resolving ComputeEval releases in {root}"
+        ) from None
 
 
 def _resolve_locked(release: str, cache_dir: Path, root: Path, announce: Announce) -> Resolved:

@@ -36,7 +36,7 @@ def linked_libraries(build_command: str) -> list[str]:
     return list(dict.fromkeys(re.findall(r"(?<!\S)-l(\w+)", build_command)))
 
 
-def unmet_requirement(record: Mapping[str, Any], machine: Mapping[str, Any], linkable: set[str]) -> str | None:
+def unmet_requirement(record: Mapping[str, Any], machine: cuda.Machine, linkable: set[str]) -> str | None:
     """Why this machine cannot grade the problem, known before building: its toolkit, its
     GPUs, or a library the build links that the toolkit cannot link (``linkable`` says which
     of the build's libraries can)."""

@@ -84,7 +84,9 @@ class Wheel:
     def read(self, member: str) -> bytes:
         with zipfile.ZipFile(self.path) as archive:
             data = archive.read(member)
-        check_member(str(self.path), member, data, record_entry(self.record, member), "; delete the wheel to download it again")
+        check_member(
+            str(self.path), member, data, record_entry(self.record, member), "; delete the wheel to download it again"
+        )
         return data
 
     def sha256(self) -> str:

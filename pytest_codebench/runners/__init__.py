@@ -158,15 +158,19 @@ class Runner(abc.ABC):
     ``pytest_codebench.runners`` and may declare their own ``options``."""
 
     name: ClassVar[str]
-    options: ClassVar[tuple[Option, ...]] = ()
+    options: ClassVar[tuple[Option[Any], ...]] = ()
 
     #: The Python interpreter commands find, as they name it.
     python: str = "python3"
+    #: Whether commands run with this machine's own programs, so that one named by a path of
+    #: this machine (a setting) is theirs too; a container brings its own.
+    host_programs: ClassVar[bool] = False
 
     def __init__(self, context: RunContext) -> None:
         self.context = context
         self.output_limit = context.settings[OUTPUT_LIMIT]
-        self.allowed_env = allowed_names(context.settings[ENV])
+        extra: list[str] = context.settings[ENV]
+        self.allowed_env = allowed_names(extra)
         self._found: dict[str, str | None] = {}
 
     @abc.abstractmethod
@@ -185,9 +189,10 @@ class Runner(abc.ABC):
     def provision(self, key: str, recipe: Path) -> Toolchain:
         """Build the environment ``recipe`` describes, once per machine (``key`` names it).
 
-        ``recipe`` is a folder holding ``provision.sh`` (:data:`PROVISION_SCRIPT`) (run as ``sh provision.sh PREFIX``, it
-        installs the environment into PREFIX) and the files it reads, or a ``Dockerfile``
-        (container runners only), built with the build argument ``BASE``."""
+        ``recipe`` is a folder holding ``provision.sh`` (:data:`PROVISION_SCRIPT`; run as
+        ``sh provision.sh PREFIX``, it installs the environment into PREFIX) and the files it
+        reads, or a ``Dockerfile`` (container runners only), built with the build argument
+        ``BASE``."""
         raise HarnessError(f"the {self.name} runner cannot provision environments")
 
     def child_env(self, home: str, tmp: str, extra: Mapping[str, str] | None = None) -> dict[str, str]:

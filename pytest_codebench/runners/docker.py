@@ -17,6 +17,7 @@ import platform
 import re
 import threading
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,7 +29,7 @@ from docker.utils import parse_repository_tag
 from ..context import RunContext
 from ..errors import HarnessError
 from ..options import BENCHMARK, ENV, Option, positive
-from . import PROVISION_SCRIPT, Gpu, GpuProbe, OutputCap, Runner, RunHow, RunResult, Toolchain, allowed_names
+from . import PROVISION_SCRIPT, Gpu, GpuProbe, OutputCap, RunHow, Runner, RunResult, Toolchain, allowed_names
 from .docker_images import DOCKER_BASE, ENGINE_ERRORS, IMAGE, ImageChoice, ImageChooser, choose, digest, engine_error
 
 if TYPE_CHECKING:
@@ -69,7 +70,8 @@ class DockerRunner(Runner):
         settings = context.settings
         # Inside the image, the image's own PATH and toolkit count: only variables the user
         # names explicitly cross over, and never a secret.
-        self.allowed_env = allowed_names(settings[ENV], base=())
+        extra: list[str] = settings[ENV]
+        self.allowed_env = allowed_names(extra, base=())
         self.run_id = context.run_dir.name
         max_file = settings[DOCKER_MAX_FILE]
         self.limits = {
@@ -144,12 +146,14 @@ class DockerRunner(Runner):
         started = time.monotonic()
         try:
             stream = container.attach(stdout=True, stderr=True, stream=True, logs=True)
-            reader = threading.Thread(target=lambda: [cap.feed(chunk) for chunk in stream], daemon=True)
+            reader = threading.Thread(target=_pump, args=(stream, cap), daemon=True)
             reader.start()
             container.start()
         except docker.errors.APIError as exc:
             if "could not select device driver" in str(exc):
-                raise HarnessError(f"the Docker engine cannot give containers a GPU (no NVIDIA runtime): {exc}") from None
+                raise HarnessError(
+                    f"the Docker engine cannot give containers a GPU (no NVIDIA runtime): {exc}"
+                ) from None
             raise engine_error(exc) from None
         except ENGINE_ERRORS as exc:
             raise engine_error(exc) from None
@@ -250,6 +254,11 @@ class DockerRunner(Runner):
             client.close()
         except (HarnessError, *ENGINE_ERRORS):
             pass  # nothing can be swept from an engine that is gone
+
+
+def _pump(stream: Iterable[bytes], cap: OutputCap) -> None:
+    for chunk in stream:
+        cap.feed(chunk)
 
 
 class _Waiter(threading.Thread):

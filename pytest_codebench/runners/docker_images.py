@@ -140,7 +140,11 @@ def host_cuda_toolkit() -> HostToolkit | str:
     try:
         dryrun = subprocess.run(
             [nvcc, "--dryrun", "-x", "cu", "-c", os.devnull, "-o", os.devnull],
-            check=False, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+            check=False,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            stdin=subprocess.DEVNULL,
         )
         version = subprocess.run(
             [nvcc, "--version"], check=False, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL
@@ -159,7 +163,9 @@ HOST_TOOLS: dict[str, tuple[str, Callable[[], HostToolkit | str]]] = {"nvcc": ("
 def declared(dockerfile: str) -> tuple[str | None, list[str]]:
     """The Dockerfile's default ``BASE`` and the commands it says its items need."""
     base = re.search(r"^\s*ARG\s+BASE=(\S+)", dockerfile, re.MULTILINE | re.IGNORECASE)
-    label = re.search(rf'^\s*LABEL\s+.*\b{re.escape(NEEDS_LABEL)}="?([^"\n]*)', dockerfile, re.MULTILINE | re.IGNORECASE)
+    label = re.search(
+        rf'^\s*LABEL\s+.*\b{re.escape(NEEDS_LABEL)}="?([^"\n]*)', dockerfile, re.MULTILINE | re.IGNORECASE
+    )
     needs = [need for need in re.split(r"[\s,]+", label.group(1)) if re.fullmatch(r"[\w.+-]+", need)] if label else []
     return (base.group(1) if base else None), needs
 
@@ -179,7 +185,7 @@ class ImageChooser:
 
     def image_id(self, image: str) -> str | None:
         try:
-            return self.client.images.get(image).id
+            return str(self.client.images.get(image).id)
         except docker.errors.ImageNotFound:
             return None
         except ENGINE_ERRORS as exc:
@@ -223,7 +229,8 @@ class ImageChooser:
             found = self.obtain(given)
             if found is None:
                 raise HarnessError(
-                    f"the base image {given} (--codebench-docker-base) is not here and cannot be pulled: {self.pull_error}"
+                    f"the base image {given} (--codebench-docker-base) is not here"
+                    f" and cannot be pulled: {self.pull_error}"
                 )
             return given, found, f"FROM {given} (--codebench-docker-base)"
         if default is None:
@@ -303,5 +310,7 @@ def choose(client: docker.DockerClient, context: RunContext, benchmark: str, lab
             continue
         image = chooser.with_host_toolkit(image, need, found)
         mounts.append(found.root)
-        reason += f"; it has no {need}, so the host's {what} {found.root} (release {found.release}) is mounted read-only"
+        reason += (
+            f"; it has no {need}, so the host's {what} {found.root} (release {found.release}) is mounted read-only"
+        )
     return ImageChoice(image, reason, tuple(mounts), missing)

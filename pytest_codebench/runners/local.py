@@ -20,7 +20,7 @@ from filelock import FileLock
 from .. import cuda
 from ..errors import HarnessError
 from ..options import CACHE_DIR
-from . import PROVISION_SCRIPT, GpuProbe, OutputCap, Runner, RunHow, RunResult, Toolchain
+from . import PROVISION_SCRIPT, GpuProbe, OutputCap, RunHow, Runner, RunResult, Toolchain
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -66,6 +66,7 @@ class LocalRunner(Runner):
 
     name = "local"
     python = sys.executable
+    host_programs = True
 
     def run(self, command: str, *, cwd: Path, timeout: float, **how: Unpack[RunHow]) -> RunResult:
         # A local process cannot be taken off the network, and a toolchain's prefix and the
