@@ -85,10 +85,13 @@ def header(report: dict[str, Any], release: str, selection: str, seconds: float,
     toolkit = environment.get("toolkit") or {}
     origin = environment.get("release") or {}
     dataset = report.get("dataset") or {}
-    source = f"{origin.get('package')} {origin.get('version')} ({origin.get('source')})" if origin else dataset.get("path")
+    source = (
+        f"{origin.get('package')} {origin.get('version')} ({origin.get('source')})" if origin else dataset.get("path")
+    )
     return [
         f"ComputeEval {release}: reference solutions graded by pytest-codebench",
-        f"machine: {', '.join(gpu['name'] for gpu in gpus) or 'nogpu'}; nvcc {toolkit.get('version') or toolkit.get('error')}",
+        f"machine: {', '.join(gpu['name'] for gpu in gpus) or 'nogpu'};"
+        f" nvcc {toolkit.get('version') or toolkit.get('error')}",
         f"dataset: {source}; datapack sha256 {dataset.get('sha256')}",
         f"selection: {selection}; -n {workers}; {seconds:.0f} s",
         "",
@@ -106,9 +109,21 @@ def main() -> None:
     dataset = str(Path(args.release).resolve()) if Path(args.release).exists() else args.release
     with tempfile.TemporaryDirectory(prefix="conformance-") as temporary:
         report_path = Path(temporary) / "report.json"
-        command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rN", "--codebench=computeeval",
-                   f"--codebench-dataset={dataset}", "--codebench-solutions=baseline", f"--codebench-report={report_path}",
-                   "-n", args.workers]
+        command = [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "-q",
+            "-rN",
+            "--codebench=computeeval",
+            f"--codebench-dataset={dataset}",
+            "--codebench-solutions=baseline",
+            f"--codebench-report={report_path}",
+            "-n",
+            args.workers,
+        ]
         command += ["-k", args.keyword] if args.keyword else []
         command += [f"--codebench-cache-dir={Path(args.cache_dir).resolve()}"] if args.cache_dir else []
         started = time.perf_counter()

@@ -39,9 +39,15 @@ def phases(runner: DockerRunner, workspace: Path, count: int) -> dict[str, float
     for _ in range(count):
         mark = time.perf_counter()
         container = runner.client.containers.create(
-            runner.image, ["/bin/sh", "-c", "true"], working_dir="/workspace", network_mode="none",
-            volumes={str(workspace): {"bind": "/workspace", "mode": "rw"}}, read_only=True, cap_drop=["ALL"],
-            security_opt=["no-new-privileges"], **runner.limits,
+            runner.image,
+            ["/bin/sh", "-c", "true"],
+            working_dir="/workspace",
+            network_mode="none",
+            volumes={str(workspace): {"bind": "/workspace", "mode": "rw"}},
+            read_only=True,
+            cap_drop=["ALL"],
+            security_opt=["no-new-privileges"],
+            **runner.limits,
         )
         spent["create"].append(time.perf_counter() - mark)
         mark = time.perf_counter()

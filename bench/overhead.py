@@ -1,16 +1,16 @@
 """What the plugin costs per item, measured side by side with a bare loop in one run.
 
-    python bench/overhead.py [--tasks 300] [--collect 10000] [--rounds 3] [--against DIR]
+    python bench/overhead.py [--tasks 300] [--collect 10000] [--rounds 3] [--against PYTHON]
 
 Grading: N trivial tasks (build and test commands that do nothing) through
 ``pytest --codebench=computeeval`` against a bare loop of the same subprocess calls
 (``sh -c true`` twice per task). Fixed costs (interpreter and pytest start-up) cancel out by
 timing two sizes: per item = (T(2N) - T(N)) / N. Collection: ``pytest --collect-only`` of a
 dataset of 10,000 tasks, minus the same run on a one-task dataset.
-With ``--against DIR`` (a checkout of the plugin at another commit, e.g. from
-``git worktree add DIR COMMIT``), that checkout's plugin is timed too, interleaved, and both
-are printed with their ratio. Timings drift on shared machines; the ratios, taken in the same
-run, hold.
+With ``--against PYTHON`` (the interpreter of another virtual environment, holding the
+plugin at another commit: ``git worktree add DIR COMMIT``, then ``pip install -e DIR`` there),
+that plugin is timed too, interleaved, and both are printed with their ratio. Timings drift
+on shared machines; the ratios, taken in the same run, hold.
 """
 
 from __future__ import annotations
@@ -45,12 +45,10 @@ def problems(path: Path, count: int) -> Path:
     return path
 
 
-def pytest_seconds(dataset: Path, *extra: str, plugin: Path | None = None) -> float:
-    """``pytest --codebench=computeeval`` on ``dataset``: the installed plugin, or the one in
-    the checkout ``plugin`` (put first on the path)."""
-    env = {**os.environ, "PYTHONPATH": str(plugin)} if plugin else None
+def pytest_seconds(dataset: Path, *extra: str, python: str = sys.executable) -> float:
+    """``pytest --codebench=computeeval`` on ``dataset``, with the plugin ``python`` has."""
     command = [
-        sys.executable,
+        python,
         "-m",
         "pytest",
         "--codebench=computeeval",
@@ -64,7 +62,7 @@ def pytest_seconds(dataset: Path, *extra: str, plugin: Path | None = None) -> fl
         *extra,
     ]
     started = time.perf_counter()
-    done = subprocess.run(command, cwd=dataset.parent, capture_output=True, text=True, env=env)
+    done = subprocess.run(command, cwd=dataset.parent, capture_output=True, text=True)
     elapsed = time.perf_counter() - started
     if done.returncode not in (0, 5):
         sys.exit(f"pytest failed:\n{done.stdout[-3000:]}{done.stderr[-3000:]}")
@@ -103,7 +101,7 @@ def main() -> None:
     parser.add_argument("--tasks", type=int, default=300)
     parser.add_argument("--collect", type=int, default=10_000)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--against", type=Path, help="another checkout of the plugin, timed side by side")
+    parser.add_argument("--against", help="the Python of another environment whose plugin is timed side by side")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)
@@ -114,14 +112,14 @@ def main() -> None:
         for _ in range(args.rounds):  # interleaved, so drift hits all alike
             plugin.append((pytest_seconds(large) - pytest_seconds(small)) / args.tasks)
             if args.against:
-                against = args.against.resolve()
-                seconds = pytest_seconds(large, plugin=against) - pytest_seconds(small, plugin=against)
+                seconds = pytest_seconds(large, python=args.against) - pytest_seconds(small, python=args.against)
                 other.append(seconds / args.tasks)
             bare.append((bare_seconds(2 * args.tasks) - bare_seconds(args.tasks)) / args.tasks)
             harness.append((bare_seconds(2 * args.tasks, work) - bare_seconds(args.tasks, work)) / args.tasks)
         per_item, per_bare, per_harness = (statistics.median(x) for x in (plugin, bare, harness))
         print(
-            f"grading {args.tasks} vs {2 * args.tasks} trivial tasks, median of {args.rounds} rounds, {os.cpu_count()} cores"
+            f"grading {args.tasks} vs {2 * args.tasks} trivial tasks,"
+            f" median of {args.rounds} rounds, {os.cpu_count()} cores"
         )
         print(f"  plugin per item:                {1000 * per_item:7.2f} ms")
         print(f"  bare loop per item:             {1000 * per_bare:7.2f} ms  (2 x sh -c true)")

@@ -8,8 +8,8 @@ kernels its tests compile at run time. For each cache (none, ccache, sccache), i
 take the caches in turn so that the machine's load falls on all of them alike:
   - cold: a fresh cache, filled (writable) by a workspace at one path, as the baseline run does;
   - warm: another workspace at another path reads it (read-only), as every item does.
-Each command is the plugin's own (its preamble and the cache's lines, tensorbench_suite and
-tensorbench_cache), in workspaces made as the plugin makes them (an item venv over one shared
+Each command is the plugin's own (its preamble and the cache's lines, tensorbench.suite and
+tensorbench.cache), in workspaces made as the plugin makes them (an item venv over one shared
 environment). Prints medians, the hits each cache served and the ratios: warm / cold per
 cache, each cache against none, and sccache against ccache.
 """
@@ -27,17 +27,11 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT))  # the checkout's plugin, installed or not: imported below, after this
 
-from pytest_codebench.benchmarks.tensorbench_cache import (
-    PROBE,
-    STATE,
-    CompilerCache,
-    own_sccache,
-    parse_probe,
-)
-from pytest_codebench.benchmarks.tensorbench_cache import statistics as cache_statistics
-from pytest_codebench.benchmarks.tensorbench_suite import (
+from pytest_codebench.benchmarks.tensorbench.cache import PROBE, STATE, CompilerCache, own_sccache, parse_probe  # noqa: E402
+from pytest_codebench.benchmarks.tensorbench.cache import statistics as cache_statistics  # noqa: E402
+from pytest_codebench.benchmarks.tensorbench.suite import (  # noqa: E402
     BUILD,
     PREAMBLE,
     STOP_INI,
@@ -46,7 +40,7 @@ from pytest_codebench.benchmarks.tensorbench_suite import (
     TESTBED,
     overlay,
 )
-from pytest_codebench.runners import Environment
+from pytest_codebench.runners import Toolchain  # noqa: E402
 
 KINDS = ("none", "ccache", "sccache")
 PHASES = (("build", BUILD), ("test", SUITE + " -q"))
@@ -63,16 +57,16 @@ def sh(command: str, cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run(["/bin/sh", "-c", command], cwd=cwd, capture_output=True, text=True, check=False)
 
 
-def environment(base: Path, python: str) -> Environment:
+def environment(base: Path, python: str) -> Toolchain:
     """The shared environment the plugin would provision for scorchlet (pytest, setuptools)."""
     prefix = base / "env"
     subprocess.run([python, "-m", "venv", str(prefix)], check=True)
     pip = [str(prefix / "bin" / "python"), "-m", "pip", "install", "--quiet"]
     subprocess.run([*pip, "--upgrade", "pip", "setuptools", "wheel", "pytest"], check=True)
-    return Environment("bench", str(prefix))
+    return Toolchain("bench", str(prefix))
 
 
-def workspace(path: Path, repo: Path, commit: str, env: Environment) -> Path:
+def workspace(path: Path, repo: Path, commit: str, env: Toolchain) -> Path:
     subprocess.run(["git", "clone", "--quiet", "--shared", str(repo), str(path / TESTBED)], check=True)
     subprocess.run(["git", "checkout", "--quiet", commit], cwd=path / TESTBED, check=True)
     result = sh(overlay(env), path)
@@ -137,8 +131,10 @@ def main() -> int:
     print(f"{'cache':8} {'state':5} {'build':>7} {'test':>7} {'total':>7} {'hits':>5} {'misses':>6}")
     for kind in KINDS:
         for state in ("cold", "warm"):
-            print(f"{kind:8} {state:5} {median(kind, state, 'build'):7.2f} {median(kind, state, 'test'):7.2f} "
-                  f"{total(kind, state):7.2f} {median(kind, state, 'hits'):5.0f} {median(kind, state, 'misses'):6.0f}")
+            print(
+                f"{kind:8} {state:5} {median(kind, state, 'build'):7.2f} {median(kind, state, 'test'):7.2f} "
+                f"{total(kind, state):7.2f} {median(kind, state, 'hits'):5.0f} {median(kind, state, 'misses'):6.0f}"
+            )
     print("ratios (total time):")
     for kind in KINDS[1:]:
         print(f"  {kind:8} warm / cold:         {total(kind, 'warm') / total(kind, 'cold'):6.2f}x")

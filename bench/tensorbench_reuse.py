@@ -42,8 +42,16 @@ def load_pack():
 def predictions(pack, n: int) -> list[str]:
     """Patches on commit B: passes, a failing test, a build error, a Python-only change."""
     b = pack.commit_b()
-    python_only = pack.diff(b, {**b, "src/scorchlet/twice.py": "def twice(x):\n    return 2 * x\n",
-                                "tests/test_twice.py": "from scorchlet.twice import twice\n\n\ndef test_twice():\n    assert twice(4) == 8\n"})
+    python_only = pack.diff(
+        b,
+        {
+            **b,
+            "src/scorchlet/twice.py": "def twice(x):\n    return 2 * x\n",
+            "tests/test_twice.py": (
+                "from scorchlet.twice import twice\n\n\ndef test_twice():\n    assert twice(4) == 8\n"
+            ),
+        },
+    )
     kinds = [
         pack.diff(b, pack._with_sub(b)),
         python_only,
@@ -77,8 +85,11 @@ def naive(repo: Path, commit: str, patch: str, work: Path, python: str) -> tuple
         verdict = "build_error"
     else:
         test = run(f"python -m pytest -q -p no:cacheprovider --junitxml={work / 'junit.xml'}", tree, env=env)
-        failures = sum(1 for case in ET.parse(work / "junit.xml").getroot().iter("testcase")
-                       if case.find("failure") is not None or case.find("error") is not None)
+        failures = sum(
+            1
+            for case in ET.parse(work / "junit.xml").getroot().iter("testcase")
+            if case.find("failure") is not None or case.find("error") is not None
+        )
         verdict = "passed" if test.returncode == 0 and not failures else "test_failed"
     return verdict, time.monotonic() - started, venv_seconds
 
@@ -96,19 +107,44 @@ def main() -> int:
         patches = predictions(pack, args.tasks)
         task = next(t for t in pack.tasks(shas, str(repo)) if t["instance_id"] == "scorchlet__feature_sub")
         (base / "tensorbench.json").write_text(json.dumps([task]))
-        (base / "predictions.jsonl").write_text("".join(
-            json.dumps({"instance_id": task["instance_id"], "model_name_or_path": "bench", "model_patch": p}) + "\n" for p in patches))
+        (base / "predictions.jsonl").write_text(
+            "".join(
+                json.dumps({"instance_id": task["instance_id"], "model_name_or_path": "bench", "model_patch": p}) + "\n"
+                for p in patches
+            )
+        )
 
         started = time.monotonic()
         subprocess.run(
-            [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--codebench=tensorbench",
-             "--codebench-dataset", str(base / "tensorbench.json"), "--codebench-solutions", str(base / "predictions.jsonl"),
-             "--codebench-cache-dir", str(base / "cache"), "--codebench-tensorbench-python", args.python,
-             f"--junitxml={base / 'plugin.xml'}", "--codebench-report", str(base / "report.json")],
-            cwd=base, capture_output=True, text=True,
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                "-p",
+                "no:cacheprovider",
+                "-q",
+                "--codebench=tensorbench",
+                "--codebench-dataset",
+                str(base / "tensorbench.json"),
+                "--codebench-solutions",
+                str(base / "predictions.jsonl"),
+                "--codebench-cache-dir",
+                str(base / "cache"),
+                "--codebench-tensorbench-python",
+                args.python,
+                f"--junitxml={base / 'plugin.xml'}",
+                "--codebench-report",
+                str(base / "report.json"),
+            ],
+            cwd=base,
+            capture_output=True,
+            text=True,
         )
         plugin_total = time.monotonic() - started
-        cases = {case.get("name"): float(case.get("time")) for case in ET.parse(base / "plugin.xml").getroot().iter("testcase")}
+        cases = {
+            case.get("name"): float(case.get("time"))
+            for case in ET.parse(base / "plugin.xml").getroot().iter("testcase")
+        }
         report = json.loads((base / "report.json").read_text())
         plugin = {item["id"]: item["outcome"] for item in report["items"]}
         ids = sorted(cases, key=lambda name: int(name.rpartition("[")[2].rstrip("]")))

@@ -85,25 +85,23 @@ def _skip_space(text: str, position: int) -> int:
     return position
 
 
-def require(
-    record: dict[str, Any],
-    field: str,
-    kind: type | tuple[type, ...],
-    label: str,
-    line: int,
-    where: str | None = None,
-) -> Any:
-    """``record[field]``, which must be present and of ``kind``; errors name the field as
-    ``where`` (its path in the record) when given."""
-    where = where or field
+def require(record: dict[str, Any], field: str, kind: type | tuple[type, ...], label: str, line: int) -> Any:
+    """``record[field]``, which must be present and of ``kind``."""
+    problem = _problem(record, field, kind)
+    if problem is not None:
+        raise DatasetError(label, problem, line=line, field=field)
+    return record[field]
+
+
+def _problem(record: dict[str, Any], field: str, kind: type | tuple[type, ...]) -> str | None:
     if field not in record:
-        raise DatasetError(label, "missing", line=line, field=where)
+        return "missing"
     value = record[field]
     # bool is an int to isinstance, but never a number in a dataset.
     if not isinstance(value, kind) or isinstance(value, bool) and bool not in _kinds(kind):
         expected = " or ".join(k.__name__ for k in _kinds(kind))
-        raise DatasetError(label, f"expected {expected}, got {type(value).__name__}", line=line, field=where)
-    return value
+        return f"expected {expected}, got {type(value).__name__}"
+    return None
 
 
 def _kinds(kind: type | tuple[type, ...]) -> tuple[type, ...]:
@@ -124,7 +122,9 @@ def file_list(record: dict[str, Any], field: str, label: str, line: int) -> list
         if not isinstance(entry, dict):
             raise DatasetError(label, "expected an object with path and content", line=line, field=f"{field}[{index}]")
         for key in ("path", "content"):
-            require(entry, key, str, label, line, where=f"{field}[{index}].{key}")
+            problem = _problem(entry, key, str)
+            if problem is not None:
+                raise DatasetError(label, problem, line=line, field=f"{field}[{index}].{key}")
     return files  # type: ignore[no-any-return]  # require() checked it is a list, and each entry above
 
 

@@ -7,10 +7,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 import docker
 import packs
+import pytest
 
 from pytest_codebench.context import RunContext
 from pytest_codebench.options import ENV, OUTPUT_LIMIT, Settings

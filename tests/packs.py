@@ -20,8 +20,8 @@ int main(void) {
     return 0;
 }
 """
-RIGHT = "#include \"add.h\"\nint add(int a, int b) { return a + b; }\n"
-WRONG = "#include \"add.h\"\nint add(int a, int b) { return a - b; }\n"
+RIGHT = '#include "add.h"\nint add(int a, int b) { return a + b; }\n'
+WRONG = '#include "add.h"\nint add(int a, int b) { return a - b; }\n'
 
 # The base image the Docker tests build on (scripts/docker-setup.sh makes it).
 DOCKER_BASE = os.environ.get("CODEBENCH_DOCKER_BASE", "codebench-base:bookworm")
@@ -64,15 +64,29 @@ def jsonl(records: list[Any]) -> bytes:
 def write_problems(path: Path, problems: list[dict[str, Any]], release: str = "test-1", **metadata: Any) -> Path:
     """A problems datapack; ``metadata`` overrides metadata.json fields (e.g. task_id_hashes)."""
     lines = jsonl(problems)
-    hashes = {p["task_id"]: hashlib.md5(line + b"\n").hexdigest() for p, line in zip(problems, lines.splitlines(), strict=True)}
-    meta = {"release": release, "total_count": len(problems), "created_at": "2026-11-22T00:00:00Z",
-            "description": "test pack", "task_id_hashes": hashes, **metadata}
+    hashes = {
+        p["task_id"]: hashlib.md5(line + b"\n").hexdigest()
+        for p, line in zip(problems, lines.splitlines(), strict=True)
+    }
+    meta = {
+        "release": release,
+        "total_count": len(problems),
+        "created_at": "2026-11-22T00:00:00Z",
+        "description": "test pack",
+        "task_id_hashes": hashes,
+        **metadata,
+    }
     return write_archive(path, {"metadata.json": json.dumps(meta).encode(), "problems.jsonl": lines})
 
 
 def write_solutions(path: Path, solutions: list[dict[str, Any]]) -> Path:
-    meta = {"release": "test-1", "total_count": len(solutions), "created_at": "2026-11-22T00:00:00Z",
-            "description": "test solutions", "groups": []}
+    meta = {
+        "release": "test-1",
+        "total_count": len(solutions),
+        "created_at": "2026-11-22T00:00:00Z",
+        "description": "test solutions",
+        "groups": [],
+    }
     return write_archive(path, {"metadata.json": json.dumps(meta).encode(), "solutions.jsonl": jsonl(solutions)})
 
 

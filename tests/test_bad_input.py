@@ -105,7 +105,6 @@ def test_unknown_benchmark_and_bad_option_values(pytester):
     result.stderr.fnmatch_lines(["*unknown benchmark 'nosuch'; installed: computeeval*"])
 
 
-
 @pytest.mark.parametrize(
     ("where", "message"),
     [
@@ -115,7 +114,10 @@ def test_unknown_benchmark_and_bad_option_values(pytester):
         ({"CODEBENCH_K": "0"}, "ERROR: CODEBENCH_K (environment)=0: must be above 0, not 0"),
         ("codebench_k = 1 ten", "ERROR: codebench_k (ini)=1 ten: not an integer: 'ten'"),
         ("codebench_output_limit = lots", "ERROR: codebench_output_limit (ini): invalid literal for int()*"),
-        ("codebench_keep_workspaces = perhaps", "ERROR: codebench_keep_workspaces (ini): invalid truth value 'perhaps'"),
+        (
+            "codebench_keep_workspaces = perhaps",
+            "ERROR: codebench_keep_workspaces (ini): invalid truth value 'perhaps'",
+        ),
     ],
     ids=["flag", "negative", "choice", "environment", "ini-list", "ini-int", "ini-bool"],
 )
@@ -143,7 +145,9 @@ def test_every_flag_has_a_no_form_and_ini_values_carry_their_types(pytester, cod
     options = json.loads(report.read_text())["options"]
     assert options["keep-workspaces"] is True and options["k"] == [1] and options["output-limit"] == 4096
     assert list((pytester.path / ".codebench" / "runs").glob("*/work/T_1_0"))  # kept, as the ini says
-    run = codebench("--codebench-dataset", str(dataset), FORCE, "--codebench-report", str(report), "--no-codebench-keep-workspaces")
+    run = codebench(
+        "--codebench-dataset", str(dataset), FORCE, "--codebench-report", str(report), "--no-codebench-keep-workspaces"
+    )
     assert json.loads(report.read_text())["options"]["keep-workspaces"] is False
     assert run.outcome("T/1[0]") == "passed"
 

@@ -37,9 +37,11 @@ def test_each_outcome_is_its_own_category(pytester, codebench):
     skipper = packs.problem("T/skipline", test_command="echo 'SKIP: needs sm_90'; exit 0")
     exit200 = packs.problem("T/exit200", test_command="exit 200")
     solutions = [
-        packs.solution("T/slow", "#include \"add.h\"\nint add(int a, int b) { for (;;) {} }\n"),
+        packs.solution("T/slow", '#include "add.h"\nint add(int a, int b) { for (;;) {} }\n'),
         packs.solution("T/slowbuild", files=[*SOURCE, {"path": "prebuild.sh", "content": "sleep 30"}]),
-        packs.solution("T/api", "#include \"add.h\"\n// add_fast\nint add(int a, int b) { return a + b; } /* \"add_fast\" */\n"),
+        packs.solution(
+            "T/api", '#include "add.h"\n// add_fast\nint add(int a, int b) { return a + b; } /* "add_fast" */\n'
+        ),
         packs.solution("T/skipline"),
         packs.solution("T/exit200"),
     ]
@@ -140,7 +142,12 @@ def test_hostile_solution_paths_are_invalid_solutions(pytester, path, reason):
 def test_duplicate_paths_and_problem_files_that_escape(pytester, codebench):
     dup = [{"path": "solution.c", "content": packs.RIGHT}, {"path": "./solution.c", "content": packs.WRONG}]
     escaping = packs.problem("T/evil", context_files=[{"path": "../outside.h", "content": "x"}])
-    run = codebench(*write(pytester, [packs.problem("T/1"), escaping], [packs.solution("T/1", files=dup), packs.solution("T/evil")]), FORCE)
+    run = codebench(
+        *write(
+            pytester, [packs.problem("T/1"), escaping], [packs.solution("T/1", files=dup), packs.solution("T/evil")]
+        ),
+        FORCE,
+    )
     assert run.outcome("T/1[0]") == "invalid_solution"
     assert "are the same file" in run.items["T/1[0]"]["message"]
     # A dataset that is unsafe is harness trouble, not the model's failure.
@@ -153,7 +160,7 @@ def test_secrets_never_reach_untrusted_code(pytester, codebench, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-should-not-leak")
     monkeypatch.setenv("GITHUB_TOKEN", "ghp-should-not-leak")
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
-    show = "env; test -z \"$GITHUB_TOKEN$OPENAI_API_KEY\" && test -n \"$CUDA_VISIBLE_DEVICES\""
+    show = 'env; test -z "$GITHUB_TOKEN$OPENAI_API_KEY" && test -n "$CUDA_VISIBLE_DEVICES"'
     run = codebench(*write(pytester, [packs.problem("T/1", test_command=show)]), FORCE, "--codebench-keep-workspaces")
     assert run.outcome("T/1[0]") == "passed"
     logs = list(pytester.path.glob(".codebench/runs/*/logs/T_1_0/test.log"))
@@ -174,7 +181,8 @@ def test_pass_at_k_per_group_and_ks_that_cannot_be_computed(pytester, codebench)
     run.result.stdout.fnmatch_lines(
         [
             # (0.5 + 0 + 1) / 3 problems
-            "all problems: pass@1 50.00%; pass@2 not computed: 1 of 3 problems have fewer than 2 graded samples (B/1 has 1) (3 problems)",
+            "all problems: pass@1 50.00%; pass@2 not computed: 1 of 3 problems have fewer than 2 graded samples"
+            " (B/1 has 1) (3 problems)",
             "  cccl: pass@1 100.00%; pass@2 not computed: *",
             "  cuda-kernels: pass@1 25.00%; pass@2 50.00% (2 problems)",
             "outcomes: passed 2, test_failed 3",
@@ -183,7 +191,11 @@ def test_pass_at_k_per_group_and_ks_that_cannot_be_computed(pytester, codebench)
 
 
 def test_fail_under_makes_the_exit_status_follow_the_score(pytester, codebench):
-    args = write(pytester, [packs.problem("T/1"), packs.problem("T/2")], [packs.solution("T/1"), packs.solution("T/2", packs.WRONG)])
+    args = write(
+        pytester,
+        [packs.problem("T/1"), packs.problem("T/2")],
+        [packs.solution("T/1"), packs.solution("T/2", packs.WRONG)],
+    )
     assert codebench(*args, FORCE).result.ret == pytest.ExitCode.TESTS_FAILED
     met = codebench(*args, FORCE, "--codebench-fail-under", "40")
     assert met.result.ret == pytest.ExitCode.OK
@@ -215,9 +227,15 @@ def test_junit_properties_and_json_report(pytester, codebench):
 
 
 def test_ids_selection_and_last_failed(pytester, codebench):
-    args = write(pytester, [packs.problem("CUDA/3"), packs.problem("CUDA/30")], [
-        packs.solution("CUDA/3"), packs.solution("CUDA/3", packs.WRONG), packs.solution("CUDA/30"),
-    ])
+    args = write(
+        pytester,
+        [packs.problem("CUDA/3"), packs.problem("CUDA/30")],
+        [
+            packs.solution("CUDA/3"),
+            packs.solution("CUDA/3", packs.WRONG),
+            packs.solution("CUDA/30"),
+        ],
+    )
     collected = codebench(*args, "--collect-only", "-q")
     collected.result.stdout.fnmatch_lines(
         ["p-problems.tar.gz::CUDA/3[[]0]", "p-problems.tar.gz::CUDA/3[[]1]", "p-problems.tar.gz::CUDA/30[[]0]"]
@@ -252,10 +270,23 @@ def test_ini_twins_configure_the_same_run(pytester, codebench):
 def test_help_groups_options_with_their_ini_twins(pytester):
     help = pytester.runpytest("--help").stdout.str()
     codebench = help[help.index("code-generation benchmarks (pytest-codebench):") :]
-    for flag in ("--codebench=NAME", "--codebench-dataset=PATH", "--codebench-solutions=PATH", "--codebench-k=",
-                 "--codebench-fail-under=SCORE", "--codebench-report=PATH", "--codebench-run-without-gpu"):
+    for flag in (
+        "--codebench=NAME",
+        "--codebench-dataset=PATH",
+        "--codebench-solutions=PATH",
+        "--codebench-k=",
+        "--codebench-fail-under=SCORE",
+        "--codebench-report=PATH",
+        "--codebench-run-without-gpu",
+    ):
         assert flag in codebench
-    for ini in ("codebench_dataset", "codebench_solutions", "codebench_k", "codebench_fail_under", "codebench_run_without_gpu"):
+    for ini in (
+        "codebench_dataset",
+        "codebench_solutions",
+        "codebench_k",
+        "codebench_fail_under",
+        "codebench_run_without_gpu",
+    ):
         assert f"\n  {ini} " in help
     fixtures = pytester.runpytest("--fixtures").stdout.str()
     for name in ("codebench_case", "codebench_task", "codebench_workspace", "codebench_runner", "codebench_verdict"):

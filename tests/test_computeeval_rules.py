@@ -36,13 +36,33 @@ def test_linked_libraries_are_the_builds_dash_l_flags():
         ({}, machine(), set(), None),
         ({"min_cuda_toolkit": "13.1"}, machine("13.0"), set(), "requires CUDA toolkit >= 13.1; nvcc here is 13.0"),
         ({"min_cuda_toolkit": "12.4"}, machine("13.0"), set(), None),
-        ({"build_command": "nvcc a.cu -lcudnn"}, machine(), set(), "the CUDA toolkit here cannot link libcudnn (the build links -lcudnn)"),
+        (
+            {"build_command": "nvcc a.cu -lcudnn"},
+            machine(),
+            set(),
+            "the CUDA toolkit here cannot link libcudnn (the build links -lcudnn)",
+        ),
         ({"build_command": "nvcc a.cu -lcublas"}, machine(), {"cublas"}, None),
-        ({"compute_capability": "10.0"}, machine(gpus=[H100]), set(), "requires compute capability 10.0; the GPU here has 9.0"),
+        (
+            {"compute_capability": "10.0"},
+            machine(gpus=[H100]),
+            set(),
+            "requires compute capability 10.0; the GPU here has 9.0",
+        ),
         ({"compute_capability": "10.0"}, machine(), set(), None),  # no GPU: the build still tells something
-        ({"requires_datacenter_gpu": True}, machine(gpus=[RTX]), set(), "requires a data-centre GPU; here: NVIDIA GeForce RTX 4090"),
+        (
+            {"requires_datacenter_gpu": True},
+            machine(gpus=[RTX]),
+            set(),
+            "requires a data-centre GPU; here: NVIDIA GeForce RTX 4090",
+        ),
         ({"requires_datacenter_gpu": True}, machine(gpus=[H100]), set(), None),
-        ({"build_command": "nvcc a.cu"}, {"toolkit": {"error": "no CUDA toolkit"}, "gpu": {}}, set(), "no CUDA toolkit"),
+        (
+            {"build_command": "nvcc a.cu"},
+            {"toolkit": {"error": "no CUDA toolkit"}, "gpu": {}},
+            set(),
+            "no CUDA toolkit",
+        ),
         ({"build_command": "echo python"}, {"toolkit": {"error": "no CUDA toolkit"}, "gpu": {}}, set(), None),
     ],
 )
@@ -70,7 +90,11 @@ def test_judge_test(result, have_gpu, outcome):
 
 
 def test_first_error_is_the_first_line_that_says_what_went_wrong():
-    tail = "In file included from x.cu:1:\nx.cu:3:10: fatal error: curand_kernel.h: No such file or directory\ncompilation terminated."
+    tail = (
+        "In file included from x.cu:1:\n"
+        "x.cu:3:10: fatal error: curand_kernel.h: No such file or directory\n"
+        "compilation terminated."
+    )
     assert first_error(Verdict(Outcome.BUILD_ERROR, "build failed", output_tail=tail)) == (
         "x.cu:3:10: fatal error: curand_kernel.h: No such file or directory"
     )

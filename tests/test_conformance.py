@@ -19,12 +19,11 @@ from pathlib import Path
 
 import pytest
 
-from pytest_codebench.context import RunContext, slug
-from pytest_codebench.options import Settings
 from pytest_codebench.benchmarks.computeeval import ComputeEval
 from pytest_codebench.benchmarks.computeeval_releases import Resolved, resolve
+from pytest_codebench.context import RunContext, slug
 from pytest_codebench.errors import HarnessError
-from pytest_codebench.options import CORE_OPTIONS
+from pytest_codebench.options import CORE_OPTIONS, Settings
 from pytest_codebench.sourcecode import missing_references
 
 RELEASES = ("2025-1", "2025-2", "2025-3", "2026-1")
@@ -76,7 +75,9 @@ def problem_lines(path: Path) -> tuple[dict, list[bytes]]:
     return metadata, lines
 
 
-def spread_sample(packs: dict[str, list[tuple[str, str, str]]], per_group: int, minimum: int = 0) -> dict[str, list[str]]:
+def spread_sample(
+    packs: dict[str, list[tuple[str, str, str]]], per_group: int, minimum: int = 0
+) -> dict[str, list[str]]:
     """For each release (in order) and each of its groups, the first ``per_group`` problems
     (task id, group, md5 of the line) not already picked for an earlier release: a release
     repeats many of the one before byte for byte, and grading those twice would teach nothing.
@@ -131,7 +132,9 @@ def sample(releases: dict[str, Resolved]) -> dict[str, list[str]]:
     for name, resolved in releases.items():
         lines = problem_lines(resolved.path)[1]
         records = [json.loads(line) for line in lines]
-        packs[name] = [(r["task_id"], r["group"], hashlib.md5(line).hexdigest()) for r, line in zip(records, lines, strict=True)]
+        packs[name] = [
+            (r["task_id"], r["group"], hashlib.md5(line).hexdigest()) for r, line in zip(records, lines, strict=True)
+        ]
     return spread_sample(packs, PER_GROUP, MINIMUM)
 
 
@@ -179,9 +182,12 @@ def test_reference_solutions_build_or_skip_for_a_stated_reason(release, releases
         "--codebench-solutions=baseline",
         f"--codebench-cache-dir={release_cache}",
         f"--codebench-report={report}",
-        "-n", "2",
-        "-k", " or ".join(f"{task_id}[0]" for task_id in chosen),
-        "-p", "no:cacheprovider",
+        "-n",
+        "2",
+        "-k",
+        " or ".join(f"{task_id}[0]" for task_id in chosen),
+        "-p",
+        "no:cacheprovider",
     )
     assert report.exists(), result.stdout.str()[-3000:] + result.stderr.str()[-3000:]
     data = json.loads(report.read_text())

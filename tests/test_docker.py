@@ -40,7 +40,9 @@ def leftovers(engine: docker.DockerClient, pytester: pytest.Pytester) -> list:
     """Containers still there from the runs made in this test."""
     runs = [run.name for run in (pytester.path / ".codebench" / "runs").iterdir()]
     assert runs
-    return [c for run in runs for c in engine.containers.list(all=True, filters={"label": f"pytest-codebench.run={run}"})]
+    return [
+        c for run in runs for c in engine.containers.list(all=True, filters={"label": f"pytest-codebench.run={run}"})
+    ]
 
 
 def categories(run) -> dict[str, str]:
@@ -54,17 +56,21 @@ def test_the_docker_runner_grades_like_the_local_one(pytester, codebench, engine
         packs.solution("T/1", packs.RIGHT),
         packs.solution("T/1", packs.WRONG),
         packs.solution("T/1", "int add(int a, int b) { return a +; }\n"),
-        packs.solution("T/slow", "#include \"add.h\"\nint add(int a, int b) { for (;;) {} }\n"),
+        packs.solution("T/slow", '#include "add.h"\nint add(int a, int b) { for (;;) {} }\n'),
     ]
     args = dataset(pytester, *problems, solutions=solutions)
     in_docker = codebench(*args, FORCE, *DOCKER)
     local = codebench(*args, FORCE)
-    assert categories(in_docker) == categories(local) == {
-        "T/1[0]": "passed",
-        "T/1[1]": "test_failed",
-        "T/1[2]": "build_error",
-        "T/slow[0]": "test_timeout",
-    }
+    assert (
+        categories(in_docker)
+        == categories(local)
+        == {
+            "T/1[0]": "passed",
+            "T/1[1]": "test_failed",
+            "T/1[2]": "build_error",
+            "T/slow[0]": "test_timeout",
+        }
+    )
     assert "codebench: runner docker" in in_docker.output
     assert leftovers(engine, pytester) == []
 
@@ -78,16 +84,34 @@ def test_hostile_commands_are_contained_and_reported(pytester, codebench, engine
         "T/disk": "dd if=/dev/zero of=big bs=1M count=4096",
         "T/background": "sleep 300 & exit 0",
     }
+
     # The solution does the harm (its act.sh); the reference's act.sh is harmless and passes.
     def acting(task: str, script: str) -> dict:
         return packs.solution(task, files=[{"path": "act.sh", "content": script + "\n"}])
 
-    problems = [packs.problem(task, build_command=None, test_command="sh ./act.sh", timeout_seconds=5,
-                              baseline_solution=acting(task, "true")) for task in hostile]
+    problems = [
+        packs.problem(
+            task,
+            build_command=None,
+            test_command="sh ./act.sh",
+            timeout_seconds=5,
+            baseline_solution=acting(task, "true"),
+        )
+        for task in hostile
+    ]
     problems.append(packs.problem("T/after"))  # runs after the others: nothing of theirs is left
     solutions = [*(acting(task, command) for task, command in hostile.items()), packs.solution("T/after")]
-    run = codebench(*dataset(pytester, *problems, solutions=solutions), FORCE, *DOCKER, "--codebench-docker-max-file", "8m",
-                    "--codebench-docker-pids", "64", "--codebench-output-limit", "4096")
+    run = codebench(
+        *dataset(pytester, *problems, solutions=solutions),
+        FORCE,
+        *DOCKER,
+        "--codebench-docker-max-file",
+        "8m",
+        "--codebench-docker-pids",
+        "64",
+        "--codebench-output-limit",
+        "4096",
+    )
     got = categories(run)
     message = {name: item["message"] for name, item in run.items.items()}
     assert got["T/network[0]"] == "test_failed" and "socket.gaierror" in message["T/network[0]"]
@@ -197,7 +221,8 @@ def test_public_container_fixtures(pytester):
             (codebench_container.workspace / "hello.c").write_text("int main(void) { return 7; }")
             assert codebench_container.run("cc -o hello hello.c").ok
             result = codebench_container.run("./hello; echo $?; id -u")
-            assert result.output.split() == ["7", "65534" if __import__("os").getuid() == 0 else str(__import__("os").getuid())]
+            uid = __import__("os").getuid()
+            assert result.output.split() == ["7", "65534" if uid == 0 else str(uid)]
 
         def test_with_a_gpu(gpu_container):
             assert gpu_container.run("nvidia-smi -L").ok
@@ -254,8 +279,10 @@ def test_computeeval_builds_with_the_host_toolkit_when_the_image_has_none(pytest
         assert f"requires CUDA toolkit >= 13.1; nvcc here is {HOST_TOOLKIT.release}" in reasons(run)["cutile/1[0]"]
     # The choice and its reason are in the header and the report.
     run.result.stdout.fnmatch_lines(
-        [f"codebench: docker image pytest-codebench/computeeval-host-nvcc:*FROM {BASE}*"
-         f"the host's CUDA toolkit {HOST_TOOLKIT.root} (release {HOST_TOOLKIT.release}) is mounted read-only*"]
+        [
+            f"codebench: docker image pytest-codebench/computeeval-host-nvcc:*FROM {BASE}*"
+            f"the host's CUDA toolkit {HOST_TOOLKIT.root} (release {HOST_TOOLKIT.release}) is mounted read-only*"
+        ]
     )
     assert environment["runner"]["mounts"] == [HOST_TOOLKIT.root]
     assert environment["runner"]["missing"] == {}
@@ -304,7 +331,9 @@ def test_without_a_toolkit_anywhere_the_ways_out_are_named(pytester, codebench, 
 @pytest.mark.parametrize("xdist_args", [[]], ids=["serial"])
 def test_without_a_toolkit_anywhere_each_item_names_the_ways_out(pytester, codebench, monkeypatch):
     monkeypatch.setenv("PATH", path_without_nvcc())
-    run = codebench(*DOCKER, "--codebench-dataset", str(packs.write_problems(pytester.path / "p.tar.gz", [packs.problem("T/1")])))
+    run = codebench(
+        *DOCKER, "--codebench-dataset", str(packs.write_problems(pytester.path / "p.tar.gz", [packs.problem("T/1")]))
+    )
     reason = reasons(run)["T/1[0]"]
     assert reason.startswith("no CUDA toolkit") and "--codebench-image" in reason and "install a CUDA toolkit" in reason
 
@@ -315,7 +344,10 @@ def test_a_given_image_is_used_as_given_and_what_it_lacks_is_said(pytester, code
     run = codebench(*dataset(pytester, problem), FORCE, "--codebench-runner", "docker", "--codebench-image", BASE)
     assert categories(run) == {"T/1[0]": "passed"}
     run.result.stdout.fnmatch_lines(
-        [f"codebench: docker image {BASE}: given with --codebench-image; {BASE} has no nvcc: give an image that has it*"]
+        [
+            f"codebench: docker image {BASE}: given with --codebench-image;"
+            f" {BASE} has no nvcc: give an image that has it*"
+        ]
     )
 
 
@@ -330,7 +362,7 @@ def test_the_nvcc_dryrun_names_the_toolkit_behind_a_wrapper(tmp_path, monkeypatc
         'case "$1" in --version) echo "Cuda compilation tools, release 12.9, V12.9.41";; *)\n'
         f'echo "#$ _HERE_={toolkit}/bin" >&2; echo "#$ TOP={toolkit}/bin/.." >&2\n'
         f"echo '#$ INCLUDES=\"-I{toolkit}/bin/../include\"' >&2\n"
-        f"echo '#$ LIBRARIES=  \"-L{toolkit}/bin/../lib/stubs\" \"-L{toolkit}/bin/../lib\"' >&2;; esac\n"
+        f'echo \'#$ LIBRARIES=  "-L{toolkit}/bin/../lib/stubs" "-L{toolkit}/bin/../lib"\' >&2;; esac\n'
     )
     wrapper = tmp_path / "wrap" / "nvcc"
     wrapper.parent.mkdir()
@@ -357,5 +389,8 @@ def test_the_images_declare_their_base_and_needs():
     from importlib import resources
 
     images = resources.files("pytest_codebench.images")
-    assert declared((images / "computeeval.Dockerfile").read_text()) == ("nvidia/cuda:13.0.1-devel-ubuntu24.04", ["nvcc"])
+    assert declared((images / "computeeval.Dockerfile").read_text()) == (
+        "nvidia/cuda:13.0.1-devel-ubuntu24.04",
+        ["nvcc"],
+    )
     assert declared((images / "pie.Dockerfile").read_text()) == ("python:3.11-slim", [])

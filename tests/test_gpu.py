@@ -33,10 +33,14 @@ def test_without_a_gpu_the_probe_says_why():
 def test_the_toolkit_probe_reads_nvcc(run_context, tmp_path):
     runner = LocalRunner(run_context)
     toolkit = cuda.probe_toolkit(runner, tmp_path)
-    release = re.search(r"release (\d+\.\d+)", subprocess.run(["nvcc", "--version"], capture_output=True, text=True).stdout)
+    release = re.search(
+        r"release (\d+\.\d+)", subprocess.run(["nvcc", "--version"], capture_output=True, text=True).stdout
+    )
     assert release and toolkit["version"] == release.group(1)
     # Where the toolkit lives is nvcc's answer, whatever the installation's layout.
-    dryrun = subprocess.run(["nvcc", "-dryrun", "-x", "cu", "/dev/null", "-o", "/dev/null"], capture_output=True, text=True)
+    dryrun = subprocess.run(
+        ["nvcc", "-dryrun", "-x", "cu", "/dev/null", "-o", "/dev/null"], capture_output=True, text=True
+    )
     top = dryrun.stderr.split("TOP=")[1].split()[0]
     assert Path(toolkit["root"]).resolve() == Path(top).resolve()
 
@@ -54,8 +58,13 @@ def test_libraries_are_what_the_toolkit_links(run_context, tmp_path):
 
 @pytest.mark.parametrize(
     ("name", "datacenter"),
-    [("NVIDIA H100 80GB HBM3", True), ("NVIDIA A100-SXM4-40GB", True), ("NVIDIA L40S", True),
-     ("NVIDIA GeForce RTX 4090", False), ("NVIDIA RTX A6000", False)],
+    [
+        ("NVIDIA H100 80GB HBM3", True),
+        ("NVIDIA A100-SXM4-40GB", True),
+        ("NVIDIA L40S", True),
+        ("NVIDIA GeForce RTX 4090", False),
+        ("NVIDIA RTX A6000", False),
+    ],
 )
 def test_datacenter_gpus_by_name(name, datacenter):
     assert cuda.is_datacenter(name) is datacenter

@@ -8,7 +8,9 @@ import pytest
 from pytest_codebench.metrics import pass_at_k
 
 
-@pytest.mark.parametrize(("n", "c", "k"), [(1, 0, 1), (1, 1, 1), (5, 2, 1), (5, 2, 3), (10, 3, 5), (10, 0, 10), (7, 6, 2)])
+@pytest.mark.parametrize(
+    ("n", "c", "k"), [(1, 0, 1), (1, 1, 1), (5, 2, 1), (5, 2, 3), (10, 3, 5), (10, 0, 10), (7, 6, 2)]
+)
 def test_pass_at_k_is_the_chance_that_k_draws_hold_a_pass(n, c, k):
     samples = [True] * c + [False] * (n - c)
     draws = list(itertools.combinations(samples, k))

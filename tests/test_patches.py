@@ -28,7 +28,9 @@ def added_test_file(code: str) -> str:
 
 
 def git(*args: str, cwd: Path) -> str:
-    return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
+    return subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=cwd, check=True, capture_output=True, text=True
+    ).stdout
 
 
 @pytest.fixture
@@ -47,7 +49,10 @@ def tree(tmp_path: Path) -> Path:
     [
         ("diff --git a/../x b/../x\n--- a/../x\n+++ b/../x\n", "climbs out"),
         ("--- /etc/passwd\n+++ /etc/passwd\n", "is absolute"),
-        ("diff --git a/.git/hooks/pre-commit b/.git/hooks/pre-commit\n--- /dev/null\n+++ b/.git/hooks/pre-commit\n", "inside .git"),
+        (
+            "diff --git a/.git/hooks/pre-commit b/.git/hooks/pre-commit\n--- /dev/null\n+++ b/.git/hooks/pre-commit\n",
+            "inside .git",
+        ),
         # patch -p1 drops the first component, whatever it is: this one writes .git/hooks/x.
         ("--- /dev/null\n+++ foo/.git/hooks/x\n", "inside .git"),
     ],
@@ -125,7 +130,10 @@ def test_tests_that_assert_nothing_are_found(tree):
     )
     (tree / "tests").mkdir()
     subprocess.run(["git", "apply", "-"], input=diff, text=True, cwd=tree, check=True)
-    assert vacuous_tests(tree, parse(diff)) == ["tests/test_x.py::test_nothing", "tests/test_x.py::TestThing::test_method_nothing"]
+    assert vacuous_tests(tree, parse(diff)) == [
+        "tests/test_x.py::test_nothing",
+        "tests/test_x.py::TestThing::test_method_nothing",
+    ]
 
 
 def test_only_tests_the_diff_adds_are_judged(tree):
@@ -216,7 +224,9 @@ def test_text_the_parser_cannot_read_is_never_handed_to_the_tools(tree, tmp_path
 
 def test_lines_starting_with_dashes_and_pluses_are_applied_and_judged(tree, tmp_path):
     (tree / "tests").mkdir()
-    (tree / "tests" / "test_notes.py").write_text('NOTES = """\n-- /old/note\n"""\n\n\ndef test_old():\n    assert NOTES\n')
+    (tree / "tests" / "test_notes.py").write_text(
+        'NOTES = """\n-- /old/note\n"""\n\n\ndef test_old():\n    assert NOTES\n'
+    )
     git("add", "-A", cwd=tree)
     git("commit", "-qm", "notes", cwd=tree)
     text = (

