@@ -23,6 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import yaml
@@ -34,14 +35,20 @@ METRICS = ("wall", "instructions")
 
 def pytest(*args: str, cwd: Path) -> float:
     started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:benchmark", "-q", *args],
-                          check=False, cwd=cwd, capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:benchmark", "-q", *args],
+        check=False,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+    )
     if done.returncode not in (0, 1):
         sys.exit(f"pytest failed ({done.returncode}):\n{done.stdout[-3000:]}{done.stderr[-3000:]}")
     return time.perf_counter() - started
 
 
-def identical(root: Path, repeats: int, trials: int, metric: str) -> list[float]:
+def identical(root: Path, repeats: int, trials: int, metric: str) -> tuple[list[float], list[float | None]]:
+    """The reference's speedups over its byte-identical twin, PIE's and net of start-up, a row each."""
     cases = root / "cases" / "p1"
     cases.mkdir(parents=True, exist_ok=True)
     (cases / "input.0.txt").write_text(f"{N}\n")
@@ -49,27 +56,56 @@ def identical(root: Path, repeats: int, trials: int, metric: str) -> list[float]
     # Row i: a slow program, its byte-identical twin as the reference, and a candidate that
     # differs only by a comment (the rows differ by a comment too: PIE joins on the code).
     slow = [f"{PROGRAM}# row {i}\n" for i in range(repeats)]
-    (root / "ref.jsonl").write_text("".join(json.dumps({"problem_id": "p1", "submission_id_v0": f"s{i}",
-                                    "language": "python", "input": code, "target": code}) + "\n" for i, code in enumerate(slow)))
-    (root / "gen.jsonl").write_text("".join(json.dumps({"input": code, "generated_answers": [code + "# edit\n"]}) + "\n"
-                                    for code in slow))
-    (root / "config.yaml").write_text(yaml.safe_dump({
-        "model_generated_outputs_path": "gen.jsonl", "inputs_outputs_basepath": "cases", "reference_file_path": "ref.jsonl",
-        "output_report_file_path": "report.jsonl", "num_trials": trials, "ignore_first_k": 1, "max_time_per_run": 30,
-    }))
+    (root / "ref.jsonl").write_text(
+        "".join(
+            json.dumps(
+                {"problem_id": "p1", "submission_id_v0": f"s{i}", "language": "python", "input": code, "target": code}
+            )
+            + "\n"
+            for i, code in enumerate(slow)
+        )
+    )
+    (root / "gen.jsonl").write_text(
+        "".join(json.dumps({"input": code, "generated_answers": [code + "# edit\n"]}) + "\n" for code in slow)
+    )
+    (root / "config.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "model_generated_outputs_path": "gen.jsonl",
+                "inputs_outputs_basepath": "cases",
+                "reference_file_path": "ref.jsonl",
+                "output_report_file_path": "report.jsonl",
+                "num_trials": trials,
+                "ignore_first_k": 1,
+                "max_time_per_run": 30,
+            }
+        )
+    )
     report = root / f"{metric}.json"
-    pytest("--codebench=pie", "--codebench-config", "config.yaml", "--codebench-pie-metric", metric,
-           "--codebench-report", str(report), cwd=root)
+    pytest(
+        "--codebench=pie",
+        "--codebench-config",
+        "config.yaml",
+        "--codebench-pie-metric",
+        metric,
+        "--codebench-report",
+        str(report),
+        cwd=root,
+    )
     items = json.loads(report.read_text())["items"]
-    return [item["figures"]["reference_speedup"] for item in items], [item["figures"].get("reference_net_speedup") for item in items]
+    return [item["figures"]["reference_speedup"] for item in items], [
+        item["figures"].get("reference_net_speedup") for item in items
+    ]
 
 
-def spread(label: str, speedups: list[float | None]) -> str:
+def spread(label: str, speedups: Sequence[float | None]) -> str:
     known = [s for s in speedups if s is not None]
     if not known:
         return f"{label}: not meaningful in all {len(speedups)}"
-    return (f"{label}: {len(known)} measurements, speedup {min(known):.4f} .. {max(known):.4f} "
-            f"(max |s - 1| = {max(abs(s - 1) for s in known):.4f})")
+    return (
+        f"{label}: {len(known)} measurements, speedup {min(known):.4f} .. {max(known):.4f} "
+        f"(max |s - 1| = {max(abs(s - 1) for s in known):.4f})"
+    )
 
 
 def sample_speedups(root: Path) -> None:
@@ -82,8 +118,11 @@ def sample_speedups(root: Path) -> None:
         if isinstance(figures.get("speedup"), float) and figures.get("metric") == "wall":
             whole = f"{figures['speedup']:.2f}x [{figures['ci_low']:.2f}, {figures['ci_high']:.2f}]"
             if "net_speedup" in figures:
-                net = "-" if figures["net_speedup"] is None else (
-                    f"{figures['net_speedup']:.2f}x [{figures['net_ci_low']:.2f}, {figures['net_ci_high']:.2f}]")
+                net = (
+                    "-"
+                    if figures["net_speedup"] is None
+                    else (f"{figures['net_speedup']:.2f}x [{figures['net_ci_low']:.2f}, {figures['net_ci_high']:.2f}]")
+                )
             startup = f"{figures['startup_ms']:.1f} ms" if "startup_ms" in figures else ""
         print(f"{item['id']:22} {item['outcome']:14} {whole:30} {net:28} {startup}")
 

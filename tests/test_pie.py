@@ -5,21 +5,24 @@ instruction metric, PIE's report, bad input, and candidates that try to read the
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import packs
 import pytest
 import yaml
 
+from conftest import Run
 from pytest_codebench.benchmarks.pie import accuracy, bootstrap_ratio, normalise_code
-from pytest_codebench.benchmarks.pie_rules import (
-    ProgramRun,
-    judge,
-    net_ratio,
-    noise_floor,
-    speedup_figures,
-)
+from pytest_codebench.benchmarks.pie.config import EvalConfig, overrides, read_config
+from pytest_codebench.benchmarks.pie.load import PieRow
+from pytest_codebench.benchmarks.pie.measure import interleave, net_ratio, noise_floor, speedup_figures
+from pytest_codebench.benchmarks.pie.report import best_at_k
+from pytest_codebench.benchmarks.pie.rules import ProgramRun, judge, speed_verdict
+from pytest_codebench.errors import DatasetError
 from pytest_codebench.runners import RunResult
+from pytest_codebench.verdict import Outcome
 
 # Sum 0..n-1: the slow way spends ~100 ms in a loop, the fast way is a formula.
 SLOW = "n = int(input())\ntotal = 0\nfor i in range(n):\n    total += i\nprint(total)\n"
@@ -30,12 +33,23 @@ HANG = "n = int(input())\nwhile True:\n    pass\n"
 BYTES = "import sys\nsys.stdout.buffer.write(b'\\xff\\xfe\\n')\n"
 # The slow program's loop in C: a few times faster, and its own time well above the noise.
 BUILTIN = "n = int(input())\nprint(sum(range(n)))\n"
-CXX_SLOW = "#include <cstdio>\nint main(){long n; scanf(\"%ld\",&n); long t=0; for(long i=0;i<n;i++) t+=i; printf(\"%ld\\n\",t);}\n"
-CXX_FAST = "#include <cstdio>\nint main(){long n; scanf(\"%ld\",&n); printf(\"%ld\\n\",n*(n-1)/2);}\n"
+CXX_SLOW = (
+    '#include <cstdio>\nint main(){long n; scanf("%ld",&n); long t=0; for(long i=0;i<n;i++) t+=i; '
+    'printf("%ld\\n",t);}\n'
+)
+CXX_FAST = '#include <cstdio>\nint main(){long n; scanf("%ld",&n); printf("%ld\\n",n*(n-1)/2);}\n'
 SIZES = (1_500_000, 2_000_000)
+# The pie fixture: an inner pytest run grading the config, with extra arguments.
+PieRun = Callable[..., Run]
 
 
-def write_pie(root: Path, rows: list[dict], references: list[dict] | None = None, sizes=SIZES, **config) -> Path:
+def write_pie(
+    root: Path,
+    rows: list[dict[str, Any]],
+    references: list[dict[str, Any]] | None = None,
+    sizes: tuple[int, ...] = SIZES,
+    **config: Any,
+) -> Path:
     """PIE's layout: generations, references, test cases and an eval config; returns the config."""
     for problem in {ref["problem_id"] for ref in references or []} | {"p1"}:
         folder = root / "cases" / problem
@@ -44,7 +58,9 @@ def write_pie(root: Path, rows: list[dict], references: list[dict] | None = None
             (folder / f"input.{index}.txt").write_text(f"{n}\n")
             (folder / f"output.{index}.txt").write_text(f"{n * (n - 1) // 2}\n")
     if references is None:
-        references = [{"problem_id": "p1", "submission_id_v0": "s1", "language": "python", "input": SLOW, "target": FAST}]
+        references = [
+            {"problem_id": "p1", "submission_id_v0": "s1", "language": "python", "input": SLOW, "target": FAST}
+        ]
     (root / "ref.jsonl").write_text("".join(json.dumps(r) + "\n" for r in references))
     (root / "gen.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     settings = {
@@ -63,18 +79,18 @@ def write_pie(root: Path, rows: list[dict], references: list[dict] | None = None
 
 
 @pytest.fixture
-def pie(codebench):
-    def run(config: Path, *args: str):
+def pie(codebench: Callable[..., Run]) -> PieRun:
+    def run(config: Path, *args: str) -> Run:
         return codebench("--codebench-config", str(config), *args, benchmark="pie")
 
     return run
 
 
-def categories(run) -> dict[str, str]:
+def categories(run: Run) -> dict[str, str]:
     return {name: item["properties"]["category"] for name, item in run.items.items()}
 
 
-def test_each_candidate_gets_its_own_outcome(pytester, pie):
+def test_each_candidate_gets_its_own_outcome(pytester: pytest.Pytester, pie: PieRun) -> None:
     config = write_pie(pytester.path, [{"input": SLOW, "generated_answers": [FAST, SLOW, WRONG, CRASH, HANG, BYTES]}])
     run = pie(config)
     assert categories(run) == {
@@ -87,7 +103,10 @@ def test_each_candidate_gets_its_own_outcome(pytester, pie):
     }
     message = {name: item["message"] for name, item in run.items.items()}
     assert "byte-identical to the slow program: no edit" in message["p1/s1[1]"]
-    assert "test case 0: accuracy 0.00; first mismatch at line 1: expected '1124999250000', got '1125000000000'" in message["p1/s1[2]"]
+    assert (
+        "test case 0: accuracy 0.00; first mismatch at line 1: expected '1124999250000', got '1125000000000'"
+        in message["p1/s1[2]"]
+    )
     assert "test case 0: exited 3" in message["p1/s1[3]"]
     assert "test case 0: ran past 3 s" in message["p1/s1[4]"]
     passed = run.items["p1/s1[0]"]["properties"]
@@ -95,12 +114,17 @@ def test_each_candidate_gets_its_own_outcome(pytester, pie):
     assert 1.0 < float(passed["ci_low"]) <= float(passed["speedup"]) <= float(passed["ci_high"])
     assert float(passed["candidate_acc"]) == 1.0 and float(passed["startup_ms"]) > 0
     run.result.stdout.fnmatch_lines(
-        ["best@1: %Correct 100.00%, %Optimized(1.10) 100.00%, %Optimized(1) 100.00%, mean speedup *x (1 rows)", "metric: wall"]
+        [
+            "best@1: %Correct 100.00%, %Optimized(1.10) 100.00%, %Optimized(1) 100.00%, mean speedup *x (1 rows)",
+            "metric: wall",
+        ]
     )
 
 
-def test_cpp_with_the_configs_cflags(pytester, pie):
-    references = [{"problem_id": "p1", "submission_id_v0": "s9", "language": "cpp", "input": CXX_SLOW, "target": CXX_FAST}]
+def test_cpp_with_the_configs_cflags(pytester: pytest.Pytester, pie: PieRun) -> None:
+    references = [
+        {"problem_id": "p1", "submission_id_v0": "s9", "language": "cpp", "input": CXX_SLOW, "target": CXX_FAST}
+    ]
     rows = [{"input": CXX_SLOW, "generated_answers": [CXX_FAST, "int main( {"]}]
     config = write_pie(pytester.path, rows, references, sizes=(50_000_000, 60_000_000), cflags="--std=c++17 -O0")
     run = pie(config)
@@ -108,20 +132,24 @@ def test_cpp_with_the_configs_cflags(pytester, pie):
     assert "-O0" in run.items["p1/s9[1]"]["message"]
 
 
-def test_instruction_counts_make_identical_programs_exactly_equal(pytester, pie):
+def test_instruction_counts_make_identical_programs_exactly_equal(pytester: pytest.Pytester, pie: PieRun) -> None:
     # The reference is byte-identical to the slow program; the first candidate differs by a comment.
-    references = [{"problem_id": "p1", "submission_id_v0": "s9", "language": "cpp", "input": CXX_SLOW, "target": CXX_SLOW}]
+    references = [
+        {"problem_id": "p1", "submission_id_v0": "s9", "language": "cpp", "input": CXX_SLOW, "target": CXX_SLOW}
+    ]
     rows = [{"input": CXX_SLOW, "generated_answers": [CXX_SLOW + "// unchanged\n", CXX_FAST]}]
     config = write_pie(pytester.path, rows, references, sizes=(20_000, 30_000))
     run = pie(config, "--codebench-pie-metric", "instructions")
     same = run.items["p1/s9[0]"]["properties"]
-    assert same["category"] == "not_faster" and float(same["speedup"]) == 1.0 and float(same["reference_speedup"]) == 1.0
+    assert (
+        same["category"] == "not_faster" and float(same["speedup"]) == 1.0 and float(same["reference_speedup"]) == 1.0
+    )
     assert same["metric"] in ("instructions (perf)", "instructions (callgrind)")
     assert run.items["p1/s9[1]"]["properties"]["category"] == "passed"
     run.result.stdout.fnmatch_lines(["metric: instructions (*)"])
 
 
-def test_a_broken_reference_is_reported_not_timed(pytester, pie):
+def test_a_broken_reference_is_reported_not_timed(pytester: pytest.Pytester, pie: PieRun) -> None:
     references = [{"problem_id": "p1", "submission_id_v0": "s1", "language": "python", "input": SLOW, "target": CRASH}]
     run = pie(write_pie(pytester.path, [{"input": SLOW, "generated_answers": [FAST]}], references))
     properties = run.items["p1/s1[0]"]["properties"]
@@ -129,7 +157,7 @@ def test_a_broken_reference_is_reported_not_timed(pytester, pie):
     assert float(properties["reference_acc"]) == 0.0 and "reference_speedup" not in properties
 
 
-def test_pies_report_and_the_json_report(pytester, pie):
+def test_pies_report_and_the_json_report(pytester: pytest.Pytester, pie: PieRun) -> None:
     config = write_pie(pytester.path, [{"input": SLOW, "generated_answers": [WRONG, FAST]}])
     report = pytester.path / "codebench.json"
     pie(config, "--codebench-report", str(report), "--codebench-k", "1,2")
@@ -146,7 +174,7 @@ def test_pies_report_and_the_json_report(pytester, pie):
     assert metrics["best@2"]["correct"] == 100.0 and metrics["best@2"]["mean_speedup"] > 1.1
 
 
-def test_config_keys_are_pies_and_can_be_overridden(pytester, pie):
+def test_config_keys_are_pies_and_can_be_overridden(pytester: pytest.Pytester, pie: PieRun) -> None:
     config = write_pie(pytester.path, [{"input": SLOW, "generated_answers": FAST}], num_trials=3)
     (pytester.path / "bad").mkdir()
     run = pie(write_pie(pytester.path / "bad", [], num_trails=3))
@@ -156,7 +184,29 @@ def test_config_keys_are_pies_and_can_be_overridden(pytester, pie):
     assert "unknown eval-config key 'trials'" in pie(config, "--codebench-pie", "trials=4").output
 
 
-def test_bad_rows_and_test_cases_are_clear_outcomes(pytester, pie):
+def test_an_override_is_split_as_a_shell_would(pytester: pytest.Pytester, pie: PieRun) -> None:
+    # Only a candidate that does not compile: its command shows the flags, nothing is timed.
+    references = [
+        {"problem_id": "p1", "submission_id_v0": "s9", "language": "cpp", "input": CXX_SLOW, "target": CXX_FAST}
+    ]
+    config = write_pie(pytester.path, [{"input": CXX_SLOW, "generated_answers": ["int main( {"]}], references)
+    run = pie(config, "--codebench-pie", "cflags='--std=c++17 -O2 -Wall' num_trials=2")
+    assert categories(run) == {"p1/s9[0]": "build_error"}
+    assert "g++ --std=c++17 -O2 -Wall -o candidate/prog candidate/prog.cpp" in run.items["p1/s9[0]"]["message"]
+
+
+def test_a_bad_override_stops_the_run_before_grading(pytester: pytest.Pytester, pie: PieRun) -> None:
+    config = write_pie(pytester.path, [{"input": SLOW, "generated_answers": [FAST]}])
+    for given, why in [
+        ("num_trials", "expected KEY=VALUE, got 'num_trials'"),
+        ("num_trials=many", "num_trials: 'many'"),
+    ]:
+        run = pie(config, "--codebench-pie", given)
+        assert run.result.ret == pytest.ExitCode.USAGE_ERROR and run.items == {}
+        assert f"--codebench-pie={given}: {why}" in run.output and "Traceback" not in run.output
+
+
+def test_bad_rows_and_test_cases_are_clear_outcomes(pytester: pytest.Pytester, pie: PieRun) -> None:
     references = [
         {"problem_id": "p1", "submission_id_v0": "s1", "language": "python", "input": SLOW, "target": FAST},
         {"problem_id": "p2", "submission_id_v0": "s2", "language": "python", "input": SLOW + "#2\n", "target": FAST},
@@ -191,21 +241,145 @@ def test_bad_rows_and_test_cases_are_clear_outcomes(pytester, pie):
 
 @pytest.mark.parametrize(
     ("expected", "actual", "score"),
-    [("1\n2\n", "1\n2\n", 1.0), ("1.0000\n", "1.0004", 1.0), ("1.0\n", "1.01\n", 0.0), ("a\nb\n", "a\n", 0.5),
-     ("", "", 1.0), ("", "x", 0.0), ("  7 \n", "7", 1.0), ("1\n", "1\n2\n3\n", 1.0)],
+    [
+        ("1\n2\n", "1\n2\n", 1.0),
+        ("1.0000\n", "1.0004", 1.0),
+        ("1.0\n", "1.01\n", 0.0),
+        ("a\nb\n", "a\n", 0.5),
+        ("", "", 1.0),
+        ("", "x", 0.0),
+        ("  7 \n", "7", 1.0),
+        ("1\n", "1\n2\n3\n", 1.0),
+    ],
 )
-def test_pies_line_rule(expected, actual, score):
+def test_pies_line_rule(expected: str, actual: str, score: float) -> None:
     assert accuracy(expected, actual)[0] == score
 
 
-def test_the_join_key_and_the_interval():
+def test_the_join_key_and_the_interval() -> None:
     assert normalise_code("\n a\n\n\n\nb \n") == "a\n\nb"
     speedup, low, high = bootstrap_ratio([10.0, 11.0, 9.0, 10.5, 12.0], [5.0, 5.5, 4.5, 5.0, 4.0])
     assert speedup == 2.0 and low == 2.0 and high == 3.0  # paired ratios 2, 2, 2, 2.1, 3
     assert bootstrap_ratio([3.0], [1.5]) == (2.0, 2.0, 2.0)
 
 
-def test_the_speedup_counts_interpreter_startup_as_pie_does(pytester, pie):
+def test_overrides_are_shell_words_of_checked_keys() -> None:
+    assert overrides("cflags='--std=c++17 -O3' num_trials=5 is_prompt_based=true") == {
+        "cflags": "--std=c++17 -O3",
+        "num_trials": 5,
+        "is_prompt_based": True,
+    }
+    assert overrides("reference_file_path=null max_time_per_run=2.5") == {
+        "reference_file_path": None,
+        "max_time_per_run": 2.5,
+    }
+    for text, why in [
+        ("cflags=-O3 -Wall", "expected KEY=VALUE, got '-Wall'"),
+        ("trials=4", "unknown eval-config key 'trials'"),
+        ("num_trials=2.5", "num_trials: 2.5 is not a valid int"),
+        ("language=java", "language: 'java' is not python or cpp"),
+    ]:
+        with pytest.raises(ValueError, match=why):
+            overrides(text)
+
+
+def test_the_config_file_is_typed_and_checked(tmp_path: Path) -> None:
+    path = tmp_path / "eval_config.yaml"
+    keys: dict[str, Any] = {
+        "model_generated_outputs_path": "gen.jsonl",
+        "inputs_outputs_basepath": "cases",
+        "num_trials": "7",  # as text: read as the int it is
+    }
+    path.write_text(yaml.safe_dump(keys))
+    config = read_config(path, {"cflags": "-O3"})
+    assert config == EvalConfig(**{**keys, "num_trials": 7, "cflags": "-O3"})
+    broken: list[tuple[dict[str, Any], str, str]] = [
+        ({"num_trials": "many"}, "num_trials", "'many' is not a valid int"),
+        ({"num_trials": 3, "ignore_first_k": 3}, "ignore_first_k", "ignore_first_k drops every trial"),
+        ({"inputs_outputs_basepath": None}, "inputs_outputs_basepath", "missing"),
+        ({"num_trails": 3}, "num_trails", "unknown eval-config key 'num_trails'"),
+    ]
+    for bad, field, why in broken:
+        path.write_text(yaml.safe_dump({**keys, **bad}))
+        with pytest.raises(DatasetError, match=why) as caught:
+            read_config(path, {})
+        assert caught.value.field == field
+
+
+def test_a_row_round_trips_through_json() -> None:
+    row = PieRow({"input": SLOW, "extra": [1]}, 3, "p1", "python", SLOW, None, "/cases/p1", [0, 2], "gaps: [1]")
+    assert PieRow.from_json(json.loads(json.dumps(row.to_json()))) == row
+
+
+def test_best_at_k_takes_the_best_correct_of_the_first_k() -> None:
+    # Per row, each graded candidate's speedup in candidate order; None: not correct.
+    rows: dict[str, list[float | None]] = {"p1/a": [None, 2.0, 3.0], "p2/b": [0.5], "p3/c": [None], "p4/d": [1.2, None]}
+    one = best_at_k(rows, 1, bar=1.5)
+    assert one == {"rows": 4, "correct": 50.0, "optimized": 25.0, "optimized_at_bar": 0.0, "mean_speedup": 1.05}
+    two = best_at_k(rows, 2, bar=1.5)
+    assert two["correct"] == 75.0 and two["optimized_at_bar"] == 25.0 and two["mean_speedup"] == pytest.approx(1.3)
+    three = best_at_k(rows, 3, bar=1.5)
+    assert three["mean_speedup"] == pytest.approx(1.55)  # slower than the slow program counts as 1.0
+    assert best_at_k({}, 1, bar=1.5) == {
+        "rows": 0,
+        "correct": 0.0,
+        "optimized": 0.0,
+        "optimized_at_bar": 0.0,
+        "mean_speedup": 1.0,
+    }
+
+
+@pytest.mark.parametrize(
+    ("figures", "bar", "outcome", "says"),
+    [
+        ({"speedup": 2.0, "ci_low": 1.5, "ci_high": 2.5}, 1.1, Outcome.PASSED, "speedup 2.000x [1.500, 2.500] (wall)"),
+        ({"speedup": 1.3, "ci_low": 0.9, "ci_high": 1.6}, 1.1, Outcome.NOT_FASTER, "with its interval above 1.0x"),
+        ({"speedup": 1.3, "ci_low": 1.2, "ci_high": 1.4}, 1.5, Outcome.NOT_FASTER, "at least 1.5x"),
+        ({"speedup": 1.0, "ci_low": 1.0, "ci_high": 1.0}, 1.0, Outcome.NOT_FASTER, "interval above 1.0x"),
+        (
+            {"speedup": 3.0, "ci_low": 2.0, "ci_high": 4.0, "net_speedup": None},
+            1.0,
+            Outcome.PASSED,
+            "net of start-up: not meaningful",
+        ),
+        (
+            {"speedup": 3.0, "ci_low": 2.0, "ci_high": 4.0, "net_speedup": 9.0, "net_ci_low": 8.0, "net_ci_high": 10.0},
+            1.0,
+            Outcome.PASSED,
+            "; net of start-up 9.000x [8.000, 10.000]",
+        ),
+    ],
+)
+def test_faster_means_the_whole_interval_above_one(
+    figures: dict[str, float | None], bar: float, outcome: Outcome, says: str
+) -> None:
+    decided, reason = speed_verdict({"metric": "wall", **figures}, bar)
+    assert decided is outcome and says in reason
+
+
+def test_interleaving_rotates_the_order_and_sums_each_trial() -> None:
+    calls = []
+
+    def measure(contender: str, unit: int) -> float:
+        calls.append((contender, unit))
+        return {"slow": 10.0, "fast": 2.0}[contender] * unit
+
+    totals = interleave(["slow", "fast"], [1, 2], trials=3, measure=measure)
+    assert totals == {"slow": [30.0, 30.0, 30.0], "fast": [6.0, 6.0, 6.0]}
+    # Side by side on each unit, the first to run taking turns from trial to trial.
+    assert calls[:8] == [
+        ("slow", 1),
+        ("fast", 1),
+        ("slow", 2),
+        ("fast", 2),
+        ("fast", 1),
+        ("slow", 1),
+        ("fast", 2),
+        ("slow", 2),
+    ]
+
+
+def test_the_speedup_counts_interpreter_startup_as_pie_does(pytester: pytest.Pytester, pie: PieRun) -> None:
     # FAST's own work is well under a millisecond, start-up some 30 ms: PIE's ratio of whole
     # process times is a few x. Start-up subtracted from both, it was hundreds of x (114x with
     # an interval up to 474,518x on real data): a ratio of noise.
@@ -228,7 +402,7 @@ def test_the_speedup_counts_interpreter_startup_as_pie_does(pytester, pie):
     run.result.stdout.fnmatch_lines(["interpreter start-up: * ms a run, counted in every time as PIE counts it*"])
 
 
-def test_the_net_speedup_is_given_where_net_times_stand_above_the_noise(pytester, pie):
+def test_the_net_speedup_is_given_where_net_times_stand_above_the_noise(pytester: pytest.Pytester, pie: PieRun) -> None:
     config = write_pie(pytester.path, [{"input": SLOW, "generated_answers": [BUILTIN]}], sizes=(6_000_000, 8_000_000))
     report = pytester.path / "codebench.json"
     pie(config, "--codebench-report", str(report))
@@ -322,7 +496,9 @@ else:
 
 
 @pytest.mark.parametrize("runner", ["local", "docker"])
-def test_a_candidate_cannot_read_the_answers_nor_keep_them(pytester, pie, request, runner):
+def test_a_candidate_cannot_read_the_answers_nor_keep_them(
+    pytester: pytest.Pytester, pie: PieRun, request: pytest.FixtureRequest, runner: str
+) -> None:
     args = []
     if runner == "docker":
         request.getfixturevalue("engine")  # skipped without an engine (failed under CODEBENCH_REQUIRE_DOCKER)
@@ -333,8 +509,14 @@ def test_a_candidate_cannot_read_the_answers_nor_keep_them(pytester, pie, reques
     candidates = [PEEK.format(full=runner == "docker"), CACHE, SWITCH.format(seen=seen), FAST]
     # Longer tests than elsewhere: the honest candidate must beat the slow one by more than a
     # container's start-up varies.
-    config = write_pie(pytester.path, [{"input": SLOW, "generated_answers": candidates}], sizes=(4_000_000, 5_000_000),
-                       num_trials=3, ignore_first_k=1, max_time_per_run=30)
+    config = write_pie(
+        pytester.path,
+        [{"input": SLOW, "generated_answers": candidates}],
+        sizes=(4_000_000, 5_000_000),
+        num_trials=3,
+        ignore_first_k=1,
+        max_time_per_run=30,
+    )
     run = pie(config, *args)
     assert categories(run) == {
         "p1/s1[0]": "wrong_output",  # found no answer to print
@@ -342,11 +524,14 @@ def test_a_candidate_cannot_read_the_answers_nor_keep_them(pytester, pie, reques
         "p1/s1[2]": "wrong_output" if runner == "local" else "not_faster",  # caught when it switches
         "p1/s1[3]": "passed",  # the honest control
     }
-    assert "test case 0: accuracy 0.00; first mismatch at line 1: expected '7999998000000', got 'peeked: nothing'" in (
-        run.items["p1/s1[0]"]["message"]
+    assert (
+        "test case 0: accuracy 0.00; first mismatch at line 1: expected '7999998000000', got 'peeked: nothing'"
+        in (run.items["p1/s1[0]"]["message"])
     )
     if runner == "local":
-        assert "test case 0, in a measuring run after passing its check: accuracy 0.00" in run.items["p1/s1[2]"]["message"]
+        assert (
+            "test case 0, in a measuring run after passing its check: accuracy 0.00" in run.items["p1/s1[2]"]["message"]
+        )
 
 
 # 0..n-1, a line each: far more output than the runner keeps of a command (4 KiB here).
@@ -354,8 +539,10 @@ SLOW_LINES = "n = int(input())\nfor i in range(n):\n    print(i + 0 * sum(range(
 LINES = "n = int(input())\nprint('\\n'.join(map(str, range(n))))\n"
 
 
-def test_the_whole_stdout_is_compared_and_a_flood_is_wrong(pytester, pie):
-    references = [{"problem_id": "p1", "submission_id_v0": "s1", "language": "python", "input": SLOW_LINES, "target": LINES}]
+def test_the_whole_stdout_is_compared_and_a_flood_is_wrong(pytester: pytest.Pytester, pie: PieRun) -> None:
+    references = [
+        {"problem_id": "p1", "submission_id_v0": "s1", "language": "python", "input": SLOW_LINES, "target": LINES}
+    ]
     # The right lines, then a flood: PIE's rule ignores extra lines, but what was not read
     # cannot be compared; and an honest program's output larger than the runner's cap passes.
     # stderr is not the output (PIE discards it): a warning there is no mismatch.
@@ -366,29 +553,41 @@ def test_the_whole_stdout_is_compared_and_a_flood_is_wrong(pytester, pie):
     expected = pytester.path / "cases" / "p1" / "output.0.txt"
     expected.write_text("".join(f"{i}\n" for i in range(20_000)))
     run = pie(config, "--codebench-output-limit", "4096")
-    assert categories(run) == {"p1/s1[0]": "wrong_output", "p1/s1[1]": "passed", "p1/s1[2]": "passed", "p1/s1[3]": "passed"}
+    assert categories(run) == {
+        "p1/s1[0]": "wrong_output",
+        "p1/s1[1]": "passed",
+        "p1/s1[2]": "passed",
+        "p1/s1[3]": "passed",
+    }
     size = expected.stat().st_size
-    assert f"test case 0: printed more than {2 * size + 4096} bytes (the expected output has {size}); not compared" in (
-        run.items["p1/s1[0]"]["message"]
+    assert (
+        f"test case 0: printed more than {2 * size + 4096} bytes (the expected output has {size}); not compared"
+        in (run.items["p1/s1[0]"]["message"])
     )
 
 
-def _run(exit_code=0, stdout="1\n", timed_out=False, overflowed=False) -> ProgramRun:
+def _run(exit_code: int = 0, stdout: str = "1\n", timed_out: bool = False, overflowed: bool = False) -> ProgramRun:
     result = RunResult("prog", None if timed_out else exit_code, timed_out, 0.1, "")
     return ProgramRun(result, stdout, overflowed, 100)
 
 
 @pytest.mark.parametrize(
     ("run", "outcome"),
-    [(_run(), None), (_run(stdout="1\nmore\n"), None), (_run(exit_code=3), "runtime_error"),
-     (_run(timed_out=True), "test_timeout"), (_run(overflowed=True), "wrong_output"), (_run(stdout="2\n"), "wrong_output")],
+    [
+        (_run(), None),
+        (_run(stdout="1\nmore\n"), None),
+        (_run(exit_code=3), "runtime_error"),
+        (_run(timed_out=True), "test_timeout"),
+        (_run(overflowed=True), "wrong_output"),
+        (_run(stdout="2\n"), "wrong_output"),
+    ],
 )
-def test_what_a_run_means(run, outcome):
+def test_what_a_run_means(run: ProgramRun, outcome: str | None) -> None:
     failure = judge(run, "1\n", 5.0)
     assert (failure.outcome.value if failure else None) == outcome
 
 
-def test_the_noise_floor_and_the_net_ratio():
+def test_the_noise_floor_and_the_net_ratio() -> None:
     # Three trials of two runs each; start-up sums spread by 2 ms: the floor is 6 ms.
     startup = [40.0, 42.0, 44.0]
     assert noise_floor(startup, runs=2) == 6.0
@@ -397,15 +596,17 @@ def test_the_noise_floor_and_the_net_ratio():
     assert net_ratio(slow, [45.0, 47.0, 49.0], startup, 6.0) is None  # 5 ms of work: noise
     assert net_ratio(slow, [60.0, 62.0, 64.0], startup, 6.0) == (5.0, 5.0, 5.0)
     # One trial dips below the floor: it counts at the floor, and the interval stays finite.
-    point, low, high = net_ratio(slow, [60.0, 44.0, 64.0], startup, 6.0)
+    dipped = net_ratio(slow, [60.0, 44.0, 64.0], startup, 6.0)
+    assert dipped is not None
+    point, low, high = dipped
     assert point == 5.0 and low == 5.0 and high == pytest.approx(100 / 6)
 
 
-def test_pies_speedup_counts_startup_and_the_net_one_is_apart():
+def test_pies_speedup_counts_startup_and_the_net_one_is_apart() -> None:
     # The real case of the issue, over 5 tests: 735 ms against 218 ms, start-up ~210 ms of it.
     startup = [210.0, 214.0, 206.0]
     totals = {"input": [735.0, 740.0, 730.0], "candidate": [218.0, 221.0, 215.0], "reference": [400.0, 404.0, 396.0]}
-    figures = speedup_figures(totals, startup, noise_floor(startup, runs=5))
+    figures: dict[str, Any] = speedup_figures(totals, startup, noise_floor(startup, runs=5))
     assert figures["speedup"] == 3.3716 and 3.3 < figures["ci_low"] <= figures["ci_high"] < 3.4
     assert figures["net_speedup"] is None and figures["net_ci_low"] is None  # 8 ms of own work, floor 12 ms
     assert figures["reference_speedup"] == 1.8375 and figures["reference_net_speedup"] == 2.7632
@@ -417,7 +618,7 @@ SAMPLE = Path(__file__).parents[1] / "datasets" / "pie"
 
 
 @pytest.mark.parametrize("xdist_args", [["-n", "2"]], ids=["xdist"])  # a minute of timing: once
-def test_the_bundled_sample_grades_as_expected(pie):
+def test_the_bundled_sample_grades_as_expected(pie: PieRun) -> None:
     run = pie(SAMPLE / "eval_config.yaml")
     expected = json.loads((SAMPLE / "expected.json").read_text())
     assert categories(run) == {name: outcome["outcome"] for name, outcome in expected.items()}

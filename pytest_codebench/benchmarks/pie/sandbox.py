@@ -1,4 +1,4 @@
-"""Running PIE's programs where they cannot reach the expected outputs, and measuring them.
+"""Running PIE's programs where they cannot reach the expected outputs.
 
 A program gets its test input on stdin and nothing else of the test case. Every program of
 an item runs in a private sandbox folder made for the item outside the run directory and
@@ -12,34 +12,23 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import re
 import shutil
 import stat
-import statistics
 import tempfile
-from collections import defaultdict
 from pathlib import Path
-from typing import Any
 
-from ..errors import HarnessError
-from ..runners import Runner, RunResult
-from .pie_rules import (
-    Failure,
-    ProgramRun,
-    judge,
-    noise_floor,
-    speedup_figures,
-    stdout_limit,
-)
+from ...errors import HarnessError
+from ...runners import Runner, RunResult
+from .rules import Failure, ProgramRun, judge, stdout_limit
 
-STDIN, STDOUT = ".stdin", ".stdout"
-# How each instruction counter wraps a program; both write the count to .count.
+STDIN, STDOUT, COUNT = ".stdin", ".stdout", ".count"
+# How each instruction counter wraps a program; both write the count to COUNT.
 COUNTERS = {
-    "perf": "perf stat -x, -e instructions:u -o .count -- ",
-    "callgrind": "valgrind --tool=callgrind --callgrind-out-file=/dev/null --log-file=.count ",
+    "perf": f"perf stat -x, -e instructions:u -o {COUNT} -- ",
+    "callgrind": f"valgrind --tool=callgrind --callgrind-out-file=/dev/null --log-file={COUNT} ",
 }
-# Instruction counts of one program repeat within far less than this share of start-up.
-COUNT_NOISE = 0.01
+# A counted run is this many times slower than a plain one (callgrind's worst case).
+COUNTED_SLOWDOWN = 100
 ENV = {"PYTHONHASHSEED": "0"}
 
 
@@ -75,10 +64,10 @@ class Launch:
     output_limit: int  # the runner's output cap, in bytes
 
 
-def pinned_core(cpu_number: int) -> int | None:
+def pinned_core(runner: Runner, cpu_number: int) -> int | None:
     """Each xdist worker on a core of its own; ``cpu_number`` (the config's) otherwise; None
-    where taskset is missing."""
-    if shutil.which("taskset") is None:
+    where the programs' runner has no taskset."""
+    if runner.which("taskset") is None:
         return None
     worker = os.environ.get("PYTEST_XDIST_WORKER", "")
     return int(worker[2:]) % (os.cpu_count() or 1) if worker.startswith("gw") else cpu_number
@@ -104,7 +93,7 @@ class Sandbox:
         self.root = Path(tempfile.mkdtemp(prefix="codebench-pie-"))
         self.files: dict[str, tuple[bytes, int]] = {}  # what the harness put here, and its mode
 
-    def __enter__(self) -> Sandbox:  # noqa: PYI034 - Self needs 3.11
+    def __enter__(self) -> Sandbox:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -164,9 +153,9 @@ class Sandbox:
         limit = stdout_limit(expected.stat().st_size if expected.exists() else 0, self.launch.output_limit)
         self._reset({path: program.executable} if path and program else None)
         _write(self.root / STDIN, (self.tests / f"input.{test}.txt").read_bytes(), 0o644)
-        timeout = self.launch.max_time * (100 if counter else 1)
+        timeout = self.launch.max_time * (COUNTED_SLOWDOWN if counter else 1)
         result = self.runner.run(self.command(program, path, counter, limit), cwd=self.root, timeout=timeout, env=ENV)
-        stdout = _read_regular(self.root / STDOUT, limit + 1)
+        stdout = self.read(STDOUT, limit + 1)
         return ProgramRun(result, stdout.decode("utf-8", errors="replace"), len(stdout) > limit, limit)
 
     def check(self, program: Program, test: int) -> tuple[ProgramRun, Failure | None]:
@@ -181,81 +170,26 @@ class Sandbox:
             if run.result.ok:
                 return run
             raise HarnessError(f"the bare interpreter ({self.launch.python} -c pass) failed: {run.result.tail(3)}")
-        failure = judge(run, self.expected(test), self.launch.max_time * (100 if counter else 1))
+        failure = judge(run, self.expected(test), self.launch.max_time * (COUNTED_SLOWDOWN if counter else 1))
         if failure is None:
             return run
         if program.tag == "candidate":
             raise CandidateFailed(test, failure, run)
-        raise HarnessError(f"a measuring run of {program.tag} on test case {test} failed after passing its check: {failure.reason}")
+        raise HarnessError(
+            f"a measuring run of {program.tag} on test case {test} failed after passing its check: {failure.reason}"
+        )
 
-
-def time_programs(sandbox: Sandbox, programs: list[Program], tests: list[int], trials: int, ignore: int) -> dict[str, Any]:
-    """Wall time, interleaved: each trial runs every program (and the bare interpreter, for
-    Python) on every test, in an order that rotates from trial to trial. Times are whole
-    process times, start-up included, summed over the tests of a trial, in ms."""
-    language = programs[0].language
-    contenders: list[Program | None] = [*programs, *([None] if language == "python" else [])]
-    totals: dict[str, list[float]] = defaultdict(list)
-    for trial in range(trials):
-        order = contenders[trial % len(contenders) :] + contenders[: trial % len(contenders)]
-        sums = {_tag(program): 0.0 for program in contenders}
-        for test in tests:
-            for program in order:
-                sums[_tag(program)] += sandbox.measured(program, test).result.seconds
-        if trial >= ignore:
-            for tag, seconds in sums.items():
-                totals[tag].append(seconds * 1000)
-    startup = totals.pop("startup", None)
-    floor = noise_floor(startup, len(tests)) if startup else 0.0
-    figures: dict[str, Any] = {"metric": "wall", "trials": len(totals["input"]), **speedup_figures(totals, startup, floor)}
-    if startup:
-        figures["startup_ms"] = round(statistics.median(startup) / len(tests), 3)  # a run's
-        figures["noise_floor_ms"] = round(floor, 3)  # a trial's, as the times below
-    for tag, times in totals.items():
-        figures[f"{tag}_time_median"] = round(statistics.median(times), 3)
-        figures[f"{tag}_time_mean"] = round(statistics.mean(times), 3)
-        figures[f"{tag}_time_std"] = round(statistics.pstdev(times), 3)
-    return figures
-
-
-def count_instructions(sandbox: Sandbox, programs: list[Program], tests: list[int], counter: str) -> dict[str, Any]:
-    """User-space instructions, summed over the tests: one run each (they repeat exactly).
-    Every program runs from the same path, so that the path itself cannot differ. The
-    speedup counts the interpreter's start-up, as the wall-time one does."""
-    language = programs[0].language
-    same = "run/prog.py" if language == "python" else "run/prog"
-    counts: dict[str, list[float]] = {}
-    for program in programs:
-        counts[program.tag] = [sum(_instructions(sandbox, program, test, same, counter) for test in tests)]
-    figures: dict[str, Any] = {"metric": f"instructions ({counter})", "trials": 1}
-    startup = None
-    if language == "python":
-        one = _instructions(sandbox, None, tests[0], None, counter)
-        figures["startup_instructions"] = one
-        startup = [one * len(tests)]
-    figures.update(speedup_figures(counts, startup, COUNT_NOISE * startup[0] if startup else 0.0))
-    figures.update({f"{tag}_instructions": count[0] for tag, count in counts.items()})
-    return figures
-
-
-def instruction_counter(runner: Runner, cwd: Path) -> str:
-    """perf where the kernel lets it count user-space instructions, else callgrind."""
-    probe = runner.run("perf stat -x, -e instructions:u true", cwd=cwd, timeout=30)
-    return "perf" if re.search(r"^\d+,,instructions", probe.output, re.MULTILINE) else "callgrind"
-
-
-def _instructions(sandbox: Sandbox, program: Program | None, test: int, path: str | None, counter: str) -> float:
-    """The count the counter wrote to .count for one run."""
-    run = sandbox.measured(program, test, path, counter)
-    log = _read_regular(sandbox.root / ".count", 1 << 20).decode(errors="replace")
-    match = re.search(r"Collected : (\d+)", log) or re.search(r"^(\d+),,instructions", log, re.MULTILINE)
-    if match is None:
-        raise HarnessError(f"counting instructions with {counter} failed: {run.result.tail(5)} {log[-300:]}")
-    return float(match.group(1))
-
-
-def _tag(program: Program | None) -> str:
-    return program.tag if program else "startup"
+    def read(self, relative: str, limit: int) -> bytes:
+        """Up to ``limit`` bytes a program left at ``relative`` if it is a regular file (never
+        through a link, and never blocking on a pipe a program left there); empty otherwise."""
+        try:
+            fd = os.open(self.root / relative, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except OSError:
+            return b""
+        with open(fd, "rb") as file:
+            if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
+                return b""
+            return file.read(limit)
 
 
 def _remove(path: Path) -> None:
@@ -285,16 +219,3 @@ def _write(path: Path, data: bytes, mode: int) -> None:
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
     with open(fd, "wb") as file:
         file.write(data)
-
-
-def _read_regular(path: Path, limit: int) -> bytes:
-    """Up to ``limit`` bytes of ``path`` if it is a regular file (never through a link, and
-    never blocking on a pipe a program left there); empty otherwise."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
-        return b""
-    with open(fd, "rb") as file:
-        if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
-            return b""
-        return file.read(limit)

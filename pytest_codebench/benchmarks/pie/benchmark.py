@@ -1,0 +1,215 @@
+"""PIE (performance-improving edits): a candidate must give the expected output on every test
+case and run faster than the slow program it rewrites.
+
+Takes PIE's own eval-config YAML (every key, same meaning and defaults; see ``config``). One
+item per (generation row, candidate) (``load``). The slow program, the human reference and the
+candidate run in a sandbox that never holds an expected output (``sandbox``), are checked on
+every test case (``rules``), then timed interleaved within each trial, so that drift hits all
+three alike (``measure``): the speedup is PIE's (whole process time, interpreter start-up
+included) with a 95% bootstrap interval over the paired trials. ``--codebench-pie-metric
+instructions`` counts user-space instructions instead (perf, or callgrind where perf is not
+allowed): deterministic. PIE's metrics and its own report: ``report``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import statistics
+from pathlib import Path
+from typing import cast
+
+from ...benchmark import Benchmark
+from ...cases import Case, Dataset
+from ...context import RunContext
+from ...errors import DatasetError
+from ...grading import Grading
+from ...options import DATASET, OUTPUT_LIMIT, K
+from ...records import sha256_file
+from ...reporting import ItemResult, Summary
+from ...verdict import Outcome, Verdict
+from .config import (
+    CONFIG,
+    CXX,
+    MIN_SPEEDUP,
+    OPTIONS,
+    PIE,
+    PIE_MEMORY,
+    PIE_METRIC,
+    PYTHON,
+    EvalConfig,
+    located,
+    read_config,
+)
+from .load import Loader, PieRow
+from .measure import UNMEASURED, Figures, count_instructions, instruction_counter, time_programs
+from .report import summarize, write_report
+from .rules import Failure, ProgramRun, speed_verdict
+from .sandbox import CandidateFailed, Launch, Program, Sandbox, pinned_core
+
+
+class Pie(Benchmark):
+    name = "pie"
+    default_dataset = "pie/eval_config.yaml"
+    options = OPTIONS
+
+    def __init__(self, context: RunContext) -> None:
+        super().__init__(context)
+        self._counter: str | None = None  # perf or callgrind, found on the first item counted
+
+    # -- configuration and loading ------------------------------------------------------------
+
+    @functools.cached_property
+    def config_path(self) -> Path:
+        given = self.settings[CONFIG]
+        return Path(given).resolve() if given else super().dataset_path()
+
+    @functools.cached_property
+    def config(self) -> EvalConfig:
+        return read_config(self.config_path, self.settings[PIE])
+
+    def dataset_path(self) -> Path:
+        """The generations file: its rows are the items."""
+        given = self.settings[DATASET]
+        if given:
+            return Path(given).resolve()
+        path = located(self.config_path, self.config.model_generated_outputs_path)
+        assert path is not None  # a required key
+        return path
+
+    def load(self) -> Dataset:
+        path = self.dataset_path()
+        if not path.exists():
+            raise DatasetError(path, "model_generated_outputs_path: no such file")
+        loader = Loader(self.config, self.config_path, counted=self.settings[PIE_METRIC] == "instructions")
+        return Dataset(str(path), sha256_file(path), None, loader.cases(path))
+
+    # -- workspace --------------------------------------------------------------------------------
+
+    @staticmethod
+    def programs(case: Case) -> list[Program]:
+        row = PieRow.from_json(case.record)
+        programs = [Program("input", row.language, row.slow)]
+        if row.reference:
+            programs.append(Program("reference", row.language, row.reference))
+        programs.append(Program("candidate", row.language, (case.solution or {})["code"]))
+        return programs
+
+    def prepare(self, case: Case, workspace: Path) -> str | None:
+        """The programs only (kept with --codebench-keep-workspaces): they run in a sandbox of
+        their own, and no test case is ever copied anywhere a program can reach."""
+        for program in self.programs(case):
+            target = workspace / program.source
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(program.code)
+        return None
+
+    # -- grading ----------------------------------------------------------------------------------
+
+    def grade(self, grading: Grading) -> Verdict:
+        row = PieRow.from_json(grading.case.record)
+        launch = Launch(
+            python=self.settings[PYTHON] or grading.runner.python,
+            memory_mib=self.settings[PIE_MEMORY],
+            core=pinned_core(grading.runner, self.config.cpu_number),
+            max_time=self.config.max_time_per_run,
+            output_limit=self.settings[OUTPUT_LIMIT],
+        )
+        with Sandbox(grading.runner, launch, Path(row.tests)) as sandbox:
+            return self._grade(grading, row, sandbox)
+
+    def _grade(self, grading: Grading, row: PieRow, sandbox: Sandbox) -> Verdict:
+        programs = self.programs(grading.case)
+        for program in programs:
+            failed = self._add(grading, sandbox, program)
+            if failed is not None:
+                return failed
+        accuracies: Figures = {}
+        for program in list(programs):
+            verdict, accuracies[f"{program.tag}_acc"] = self._check(grading, sandbox, program, row.test_indices)
+            if verdict is None:
+                continue
+            if program.tag == "input":
+                raise DatasetError(row.tests, f"the slow program itself fails: {verdict.reason}")
+            if program.tag == "candidate":
+                return verdict
+            programs.remove(program)  # a reference that fails keeps its accuracy, and is not timed
+        if (grading.case.solution or {})["code"] == row.slow:
+            # No edit at all: nothing to measure, and a measurement could only add noise.
+            grading.figures.update(metric=UNMEASURED, speedup=1.0, ci_low=1.0, ci_high=1.0, candidate_acc=1.0)
+            return grading.verdict(Outcome.NOT_FASTER, "byte-identical to the slow program: no edit")
+        try:
+            figures = self._measure(sandbox, programs, row.test_indices)
+        except CandidateFailed as exc:
+            reason = f"test case {exc.test}, in a measuring run after passing its check: {exc.failure.reason}"
+            return self._run_failed(grading, "candidate", dataclasses.replace(exc.failure, reason=reason), exc.run)
+        figures.update(accuracies)
+        # A None figure is one that is not meaningful (a net speedup below the noise floor):
+        # the reports show it as null, which the core's figure type does not spell out.
+        grading.figures.update(cast("dict[str, float | str]", figures))
+        outcome, reason = speed_verdict(figures, self.settings[MIN_SPEEDUP])
+        return grading.verdict(outcome, reason + (f"; {row.test_note}" if row.test_note else ""))
+
+    def _add(self, grading: Grading, sandbox: Sandbox, program: Program) -> Verdict | None:
+        """Put ``program`` in the sandbox, compiled where it is C++: the candidate's compile
+        error is its verdict, the slow program's or the reference's is the dataset's fault."""
+        sandbox.add(program)
+        if program.language != "cpp":
+            return None
+        result = sandbox.compile(program, self.settings[CXX], self.config.cflags)
+        if result.ok:
+            return None
+        grading.log(f"{program.tag}-compile", result)
+        if program.tag != "candidate":
+            raise DatasetError(sandbox.tests, f"the {program.tag} program does not compile:\n{result.tail(10)}")
+        grading.figures["candidate_acc"] = 0.0
+        return grading.verdict(Outcome.BUILD_ERROR, "compile error", result)
+
+    def _check(
+        self, grading: Grading, sandbox: Sandbox, program: Program, tests: list[int]
+    ) -> tuple[Verdict | None, float]:
+        """Run on every test once: the verdict on the first timeout, crash or wrong output,
+        naming the test case, and the program's accuracy (PIE's: 0 for a timeout or a crash)."""
+        scores: list[float] = []
+        for test in tests:
+            run, failure = sandbox.check(program, test)
+            if failure is None:
+                scores.append(1.0)
+                continue
+            named = dataclasses.replace(failure, reason=f"test case {test}: {failure.reason}")
+            wrong = failure.outcome is Outcome.WRONG_OUTPUT
+            score = statistics.mean([*scores, failure.accuracy]) if wrong else 0.0
+            return self._run_failed(grading, program.tag, named, run), score
+        return None, 1.0
+
+    @staticmethod
+    def _run_failed(grading: Grading, tag: str, failure: Failure, run: ProgramRun) -> Verdict:
+        """The verdict on program ``tag``'s failed run, its stderr and the head of its stdout logged."""
+        logged = run.for_log()
+        grading.log(tag, logged)
+        if tag == "candidate":
+            grading.figures["candidate_acc"] = 0.0
+        return grading.verdict(failure.outcome, failure.reason, logged)
+
+    def _measure(self, sandbox: Sandbox, programs: list[Program], tests: list[int]) -> Figures:
+        if self.settings[PIE_METRIC] == "instructions":
+            if self._counter is None:
+                self._counter = instruction_counter(sandbox.runner, sandbox.root)
+            return count_instructions(sandbox, programs, tests, self._counter)
+        return time_programs(sandbox, programs, tests, self.config.num_trials, self.config.ignore_first_k)
+
+    # -- metrics ----------------------------------------------------------------------------------
+
+    def summarize(self, results: list[ItemResult]) -> Summary:
+        return summarize(results, self.settings[MIN_SPEEDUP], self.settings[K])
+
+    def finish(self, results: list[ItemResult]) -> None:
+        """PIE's report (output_report_file_path): one JSONL row per generation row, with all
+        its columns plus {tag}_time_mean, {tag}_time_std, {tag}_acc, in ms throughout."""
+        stored = self.context.stored("dataset")
+        if not self.config.output_report_file_path or stored is None:
+            return
+        # An output goes where pytest runs, never beside a (bundled, installed) config.
+        path = self.context.config.invocation_params.dir / self.config.output_report_file_path
+        column = self.config.model_generated_potentially_faster_code_col
+        write_report(path, Dataset.from_json(stored).cases, results, column)

@@ -1,0 +1,146 @@
+"""PIE's metrics and PIE's own report, from the results of a run.
+
+%Correct, %Optimized and the mean speedup with PIE's 2024 rule, as best@k and per problem;
+and the JSONL report of PIE's sandbox: one row per generation row with all its columns plus
+``{tag}_time_mean``, ``{tag}_time_std`` and ``{tag}_acc``.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, TypedDict
+
+from ...cases import Case
+from ...reporting import ItemResult, Summary, graded, outcome_of
+from ...verdict import Outcome
+from .load import PieRow
+from .measure import UNMEASURED
+
+# PIE's bar for %Optimized.
+OPTIMIZED = 1.10
+# A candidate with one of these outcomes gave the right output on every test case.
+CORRECT = (Outcome.PASSED, Outcome.NOT_FASTER)
+
+
+class BestAtK(TypedDict):
+    """PIE's metrics over generation rows, each taking the best of its first k candidates."""
+
+    rows: int
+    #: Percent of rows with a correct candidate.
+    correct: float
+    #: Percent of rows at PIE's bar (1.10x), and at the user's.
+    optimized: float
+    optimized_at_bar: float
+    mean_speedup: float
+
+
+def candidate_speedups(results: Sequence[ItemResult]) -> dict[str, list[float | None]]:
+    """Each generation row's graded candidates in candidate order (harness errors and skips
+    left out): a correct one's speedup, None for a wrong one."""
+    rows: dict[str, list[float | None]] = defaultdict(list)
+    for result in sorted(results, key=lambda r: r["sample"]):
+        if graded(result):
+            correct = outcome_of(result) in CORRECT
+            rows[result["task_id"]].append(float(result["figures"]["speedup"]) if correct else None)
+    return rows
+
+
+def best_at_k(rows: Mapping[str, Sequence[float | None]], k: int, bar: float) -> BestAtK:
+    """PIE 2024: a row's speedup is max(1, slow / best correct of its first k), 1.0 without one."""
+    speedups, correct = [], 0
+    for candidates in rows.values():
+        good = [speedup for speedup in candidates[:k] if speedup is not None]
+        correct += bool(good)
+        speedups.append(max([1.0, *good]))
+    count = len(speedups)
+
+    def share(hits: int) -> float:
+        return 100 * hits / count if count else 0.0
+
+    return {
+        "rows": count,
+        "correct": share(correct),
+        "optimized": share(sum(s >= OPTIMIZED for s in speedups)),
+        "optimized_at_bar": share(sum(s >= bar for s in speedups)),
+        "mean_speedup": statistics.mean(speedups) if speedups else 1.0,
+    }
+
+
+def summarize(results: list[ItemResult], bar: float, ks: list[int]) -> Summary:
+    lines, metrics = [], {}
+    rows = candidate_speedups(results)
+    for k in ks:
+        best = metrics[f"best@{k}"] = best_at_k(rows, k, bar)
+        if best["rows"]:
+            lines.append(
+                f"best@{k}: %Correct {best['correct']:.2f}%, %Optimized(1.10) {best['optimized']:.2f}%, "
+                f"%Optimized({bar:g}) {best['optimized_at_bar']:.2f}%, mean speedup {best['mean_speedup']:.3f}x "
+                f"({best['rows']} rows)"
+            )
+        else:
+            lines.append(f"best@{k}: no row has a graded candidate")
+    by_problem: dict[str, dict[str, list[float | None]]] = defaultdict(dict)
+    for key, candidates in rows.items():
+        by_problem[key.split("/")[0]][key] = candidates
+    problems = {problem: best_at_k(problem_rows, 1, bar) for problem, problem_rows in sorted(by_problem.items())}
+    for problem, best in problems.items():
+        if best["rows"]:
+            lines.append(f"  {problem}: %Correct {best['correct']:.0f}%, mean speedup {best['mean_speedup']:.3f}x")
+    lines += _measurement_lines([result["figures"] for result in results])
+    first = metrics[f"best@{ks[0]}"]
+    score = first["optimized_at_bar"] if first["rows"] else None
+    return Summary(lines=lines, metrics={**metrics, "problems": problems}, score=score)
+
+
+def _measurement_lines(figures: list[dict[str, Any]]) -> list[str]:
+    """What was measured, and the interpreter's start-up counted in every time."""
+    lines = []
+    metric = next((f["metric"] for f in figures if f.get("metric", UNMEASURED) != UNMEASURED), None)
+    if metric:
+        lines.append(f"metric: {metric}")
+    startups = [float(f["startup_ms"]) for f in figures if "startup_ms" in f]
+    if startups:
+        lines.append(
+            f"interpreter start-up: {statistics.median(startups):.1f} ms a run, counted in every time as PIE counts "
+            "it (net_speedup leaves it out)"
+        )
+    return lines
+
+
+def write_report(path: Path, cases: list[Case], results: list[ItemResult], column: str) -> None:
+    """PIE's report at ``path``: a row per generation row (its first case in ``cases``)."""
+    by_row: dict[str, dict[int, ItemResult]] = defaultdict(dict)
+    for result in results:
+        by_row[result["task_id"]][result["sample"]] = result
+    lines = []
+    for case in cases:
+        if case.sample != 0 or case.error is not None:
+            continue
+        row = dict(PieRow.from_json(case.record).row)
+        done = [(sample, result["figures"]) for sample, result in sorted(by_row.get(case.task_id, {}).items())]
+        # The slow program and the reference are timed beside every candidate that ran.
+        first = next((figures for _, figures in done if "input_time_mean" in figures), {})
+        for tag in ("input", "reference"):
+            row.update(_columns(tag, first, tag))
+        best: Mapping[str, Any] = {}
+        for sample, figures in done:
+            row.update(_columns(f"{column}_{sample}", figures, "candidate"))
+            correct = figures.get("candidate_acc") == 1.0 and "candidate_time_mean" in figures
+            if correct and (not best or float(figures["candidate_time_mean"]) < float(best["candidate_time_mean"])):
+                best = figures
+        row.update(_columns(column, best, "candidate"))
+        lines.append(json.dumps(row))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(line + "\n" for line in lines))
+
+
+def _columns(tag: str, figures: Mapping[str, Any], source: str) -> dict[str, Any]:
+    return {
+        f"{tag}_time_mean": figures.get(f"{source}_time_mean"),
+        f"{tag}_time_std": figures.get(f"{source}_time_std"),
+        f"{tag}_acc": figures.get(f"{source}_acc", 0.0 if figures else None),
+    }

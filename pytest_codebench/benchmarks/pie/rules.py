@@ -1,0 +1,114 @@
+"""PIE's decisions, as pure functions of what a program printed and what was measured.
+
+Kept apart from running programs so that each rule can be tested on made-up inputs: PIE's
+line rule, what one run of a program means (timeout, flood, crash, wrong output), and whether
+a measured speedup makes the candidate faster.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+from ...runners import RunResult
+from ...verdict import Outcome
+
+FLOAT_TOLERANCE = 1e-3
+
+
+def accuracy(expected: str, actual: str) -> tuple[float, str | None]:
+    """PIE's line rule: the share of expected lines the output matches (equal, or both whole
+    lines floats within 1e-3), and the first mismatch as a diff. Empty expected output is
+    matched only by empty output (PIE divides by zero there)."""
+    want, got = expected.strip().splitlines(), actual.strip().splitlines()
+    if not want:
+        return (1.0, None) if not got else (0.0, f"expected no output, got {got[0]!r}")
+    matched, first = 0, None
+    for index, line in enumerate(want):
+        have = got[index] if index < len(got) else None
+        if have is not None and _same_line(line, have):
+            matched += 1
+        elif first is None:
+            shown = have.strip() if have is not None else "<no line>"
+            first = f"line {index + 1}: expected {line.strip()!r}, got {shown!r}"
+    return matched / len(want), first
+
+
+def _same_line(expected: str, actual: str) -> bool:
+    if expected.strip() == actual.strip():
+        return True
+    try:
+        return abs(float(expected) - float(actual)) <= FLOAT_TOLERANCE
+    except ValueError:
+        return False
+
+
+def stdout_limit(expected_bytes: int, output_limit: int) -> int:
+    """How much standard output the harness reads of a program: twice the expected output plus
+    the runner's output cap. A program that prints more is wrong (nothing it printed beyond
+    could be compared), and the harness never compares a cut output."""
+    return 2 * expected_bytes + output_limit
+
+
+@dataclasses.dataclass(frozen=True)
+class ProgramRun:
+    """One run of a program on one test case: the runner's result (its output is what the
+    program wrote to stderr), its whole standard output, and whether that ran over ``limit``."""
+
+    result: RunResult
+    stdout: str
+    overflowed: bool
+    limit: int
+
+    def for_log(self) -> RunResult:
+        """The result with the head of stdout after stderr, for logs and failure messages."""
+        head = self.stdout[:4000] + ("\n[... cut ...]" if len(self.stdout) > 4000 else "")
+        return dataclasses.replace(self.result, output=f"{self.result.output}--- stdout (head) ---\n{head}")
+
+
+@dataclasses.dataclass(frozen=True)
+class Failure:
+    """Why a run does not count as correct."""
+
+    outcome: Outcome
+    reason: str
+    accuracy: float = 0.0
+
+
+def judge(run: ProgramRun, expected: str, max_time: float) -> Failure | None:
+    """A run's verdict against the expected output: ran too long, printed too much, exited
+    non-zero (whatever it printed: unlike PIE), or failed PIE's line rule."""
+    if run.result.timed_out:
+        return Failure(Outcome.TEST_TIMEOUT, f"ran past {max_time:g} s")
+    if run.overflowed:
+        return Failure(
+            Outcome.WRONG_OUTPUT,
+            f"printed more than {run.limit} bytes (the expected output has {len(expected.encode())}); not compared",
+        )
+    if run.result.exit_code != 0:
+        return Failure(Outcome.RUNTIME_ERROR, f"exited {run.result.exit_code}")
+    score, mismatch = accuracy(expected, run.stdout)
+    if score < 1.0:
+        return Failure(Outcome.WRONG_OUTPUT, f"accuracy {score:.2f}; first mismatch at {mismatch}", score)
+    return None
+
+
+def speed_verdict(figures: Mapping[str, Any], bar: float) -> tuple[Outcome, str]:
+    """Whether a correct candidate is faster, from its measured figures (``speedup`` with
+    ``ci_low``/``ci_high`` and ``metric``; ``net_speedup`` where start-up was measured, None
+    when not meaningful): faster means a speedup of at least ``bar`` beyond noise, the whole
+    95% interval above 1 (exact in instruction mode)."""
+    speedup = float(figures["speedup"])
+    reason = f"speedup {speedup:.3f}x [{figures['ci_low']:.3f}, {figures['ci_high']:.3f}] ({figures['metric']})"
+    passed = speedup >= bar and float(figures["ci_low"]) > 1.0
+    if not passed:
+        reason += f": needs a speedup of at least {bar:g}x with its interval above 1.0x"
+    if "net_speedup" in figures:
+        net = figures["net_speedup"]
+        reason += (
+            f"; net of start-up {net:.3f}x [{figures['net_ci_low']:.3f}, {figures['net_ci_high']:.3f}]"
+            if net is not None
+            else "; net of start-up: not meaningful (a net time at or below the noise floor)"
+        )
+    return (Outcome.PASSED if passed else Outcome.NOT_FASTER), reason
