@@ -1,25 +1,62 @@
-"""Collection: a dataset file becomes a collector, each of its cases one test item."""
+"""Collection: a dataset file becomes a collector, each of its cases one test item.
+
+Node ids name the benchmark and the dataset, never where the file lies: the items of
+``sample-problems.tar.gz`` are ``computeeval/sample-problems::CUDA/3[0]`` whether the file is in
+the rootdir, in site-packages or under /data. pytest would otherwise derive the id from the path
+relative to the rootdir, and a dataset outside it gets ``::CUDA/3[0]``: an empty JUnit classname,
+and an id that cannot be given back on the command line.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import os
+from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from .benchmark import Benchmark, Case, Dataset
+from .benchmark import Benchmark
+from .cases import Case, Dataset
+from .context import slug
 from .errors import DatasetError, HarnessError
 from .verdict import Status, Verdict
+
+# Stripped from a dataset's file name for its node id: they say how it is stored, not which it is.
+STORAGE_SUFFIXES = frozenset({".gz", ".tgz", ".tar", ".bz2", ".xz", ".zip", ".jsonl", ".json", ".yaml", ".yml"})
+
+
+def dataset_nodeid(benchmark: str, path: Path) -> str:
+    """``computeeval/sample-problems`` for ``.../sample-problems.tar.gz``: its JUnit classname is
+    ``computeeval.sample-problems`` (pytest turns ``/`` into ``.``, so no other dot is left in)."""
+    name = path.name
+    while Path(name).suffix.lower() in STORAGE_SUFFIXES:
+        name = name[: -len(Path(name).suffix)]
+    return f"{benchmark}/{slug(name.replace('.', '_'))}"
+
+
+def dataset_args(args: Sequence[str], nodeid: str, path: Path) -> list[str]:
+    """The command-line arguments with the dataset's node id turned back into its path.
+
+    pytest reads the part of an argument before ``::`` as a file path, so ``pytest --codebench=NAME
+    computeeval/sample-problems::CUDA/3[0]`` (an id as printed) would not be found: it becomes
+    ``/path/to/sample-problems.tar.gz::CUDA/3[0]``, which pytest matches against the items' names.
+    Every other argument stays as given."""
+    resolved = []
+    for arg in args:
+        head, separator, rest = arg.partition("::")
+        resolved.append(f"{path}{separator}{rest}" if head == nodeid else arg)
+    return resolved
 
 
 def _judge(codebench_verdict: Verdict) -> None:
     """Body of every codebench item. The grading happened in setup (the ``codebench_verdict``
     fixture), so that harness trouble is reported as an error and only the model's own
-    failures as failures."""
+    failures as failures. A skip raised here is moved to the case's place in the dataset by
+    :func:`place_skip`."""
     status = codebench_verdict.outcome.status
     if status is Status.SKIPPED:
-        # Reported at the item's place in the dataset, not at this line of the plugin.
-        raise pytest.skip.Exception(codebench_verdict.reason, _use_item_location=True)
+        pytest.skip(codebench_verdict.reason)
     if status is Status.FAILED:
         pytest.fail(codebench_verdict.describe(), pytrace=False)
 
@@ -28,27 +65,30 @@ class DatasetFile(pytest.File):
     """The benchmark's dataset file; its children are the cases it holds."""
 
     def __init__(self, *, benchmark: Benchmark, **kwargs: Any) -> None:
+        kwargs.setdefault("nodeid", dataset_nodeid(benchmark.name, kwargs["path"]))
         super().__init__(**kwargs)
         self.benchmark = benchmark
         self.add_marker(pytest.mark.codebench(benchmark.name))
 
     def collect(self) -> Iterator[CodebenchItem]:
         # Read and verified by one process of the run; the other xdist workers read its result.
-        loaded = self.benchmark.context.once("dataset", lambda: self.benchmark.load().to_json())
+        try:
+            loaded = self.benchmark.context.once("dataset", lambda: self.benchmark.load().to_json())
+        except (DatasetError, HarnessError) as exc:
+            # Bad data is the user's to fix: the message says where, a traceback would only distract.
+            raise self.CollectError(str(exc)) from exc
         self.dataset = Dataset.from_json(loaded)
         shared = None
         for case in self.dataset.cases:
             item = CodebenchItem.from_parent(self, name=case.id, callobj=_judge, case=case, fixtureinfo=shared)
-            # Every item here has the same function and place, so the same fixture closure:
-            # resolve it once, as pytest does for the items of one parametrized function.
+            # Every item here has the same function and parent, so the same fixture closure:
+            # resolved once, as pytest does for the items of one parametrized function. No public
+            # API shares it (``fixtureinfo=`` and ``_fixtureinfo`` are pytest's own, its
+            # FuncFixtureInfo is not exported); resolving it per item makes collecting 10,000
+            # items about 1 s slower (python bench/overhead.py). test_packaging.py fails if
+            # pytest changes them.
             shared = item._fixtureinfo
             yield item
-
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException]) -> Any:
-        # Bad data is the user's to fix: the message says where, a traceback would only distract.
-        if isinstance(excinfo.value, (DatasetError, HarnessError)):
-            return str(excinfo.value)
-        return super().repr_failure(excinfo)
 
 
 class CodebenchItem(pytest.Function):
@@ -69,3 +109,13 @@ class CodebenchItem(pytest.Function):
 
     def reportinfo(self) -> tuple[Any, int, str]:
         return self.path, self.case.line, self.case.id
+
+
+def place_skip(item: CodebenchItem, report: pytest.TestReport) -> None:
+    """A skipped item's report points at the case's line in the dataset, where the terminal's
+    ``SKIPPED [1] file:line: reason`` and JUnit's skip text send the reader, not at the line of
+    this plugin that raised it. pytest reports a skip as ``(file, line, reason)``; its own
+    ``_use_item_location`` does the same, but is private."""
+    if report.skipped and isinstance(report.longrepr, tuple):
+        reason = report.longrepr[2]
+        report.longrepr = (os.fspath(item.path), item.case.line + 1, reason)

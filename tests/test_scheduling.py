@@ -7,6 +7,10 @@ test commands are host programs. The real probe is covered in ``test_gpu.py`` wh
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
 import packs
 import pytest
 
@@ -19,12 +23,17 @@ def pytest_codebench_probe_gpus(config):
     return {"gpus": [{"index": 0, "name": "NVIDIA GeForce RTX 3060", "compute_capability": "8.6"}]}
 """
 
+# tests/conftest.py's ``codebench`` fixture: runs the inner pytest and returns its ``Run``.
+Codebench = Callable[..., Any]
 
-def dataset(pytester: pytest.Pytester, *problems: dict) -> list[str]:
+
+def dataset(pytester: pytest.Pytester, *problems: dict[str, Any]) -> list[str]:
     return ["--codebench-dataset", str(packs.write_problems(pytester.path / "p.tar.gz", list(problems)))]
 
 
-def test_requirements_the_gpu_cannot_meet_are_skips_with_the_reason(pytester, codebench):
+def test_requirements_the_gpu_cannot_meet_are_skips_with_the_reason(
+    pytester: pytest.Pytester, codebench: Codebench
+) -> None:
     pytester.makeconftest(FAKE_GPU)
     run = codebench(
         *dataset(
@@ -44,7 +53,7 @@ def test_requirements_the_gpu_cannot_meet_are_skips_with_the_reason(pytester, co
     assert all("build_seconds" not in run.items[name]["properties"] for name in messages)
 
 
-def test_a_gpu_the_test_cannot_reach_is_an_error_not_a_failure(pytester, codebench):
+def test_a_gpu_the_test_cannot_reach_is_an_error_not_a_failure(pytester: pytest.Pytester, codebench: Codebench) -> None:
     pytester.makeconftest(FAKE_GPU)
     no_device = "echo 'cudaErrorNoDevice: no CUDA-capable device is detected'; exit 1"
     run = codebench(*dataset(pytester, packs.problem("T/1", test_command=no_device)))
@@ -52,24 +61,24 @@ def test_a_gpu_the_test_cannot_reach_is_an_error_not_a_failure(pytester, codeben
     assert "the test could not use the GPU: cudaErrorNoDevice" in run.items["T/1[0]"]["message"]
 
 
-def test_the_gpu_is_probed_once_per_run_across_workers(pytester, codebench):
+def test_the_gpu_is_probed_once_per_run_across_workers(pytester: pytest.Pytester, codebench: Codebench) -> None:
     pytester.makeconftest(FAKE_GPU)
     run = codebench(*dataset(pytester, *(packs.problem(f"T/{i}") for i in range(4))))
     run.result.assert_outcomes(passed=4)
     assert len((pytester.path / "probes.log").read_text().splitlines()) == 1
 
 
-def timed(log) -> str:
+def timed(log: Path) -> str:
     """A command that logs when it starts and ends, 0.3 s apart."""
     return f"echo $(date +%s%N) start >> {log}; sleep 0.3; echo $(date +%s%N) end >> {log}"
 
 
-def in_time_order(log) -> list[str]:
+def in_time_order(log: Path) -> list[str]:
     events = (line.split() for line in log.read_text().splitlines())
     return [kind for _, kind in sorted((int(stamp), kind) for stamp, kind in events)]
 
 
-def test_tests_take_the_gpu_one_at_a_time(pytester, codebench):
+def test_tests_take_the_gpu_one_at_a_time(pytester: pytest.Pytester, codebench: Codebench) -> None:
     pytester.makeconftest(FAKE_GPU)
     log = pytester.path / "gpu.log"
     problems = [packs.problem(f"T/{i}", test_command=timed(log)) for i in range(4)]
@@ -78,7 +87,7 @@ def test_tests_take_the_gpu_one_at_a_time(pytester, codebench):
     assert in_time_order(log) == ["start", "end"] * 4  # never two tests on the GPU at once
 
 
-def test_build_jobs_bounds_concurrent_builds(pytester, codebench):
+def test_build_jobs_bounds_concurrent_builds(pytester: pytest.Pytester, codebench: Codebench) -> None:
     log = pytester.path / "build.log"
     problems = [packs.problem(f"T/{i}", build_command=timed(log), test_command="true") for i in range(4)]
     run = codebench(*dataset(pytester, *problems), "--codebench-build-jobs", "1", "--codebench-run-without-gpu")
@@ -86,7 +95,9 @@ def test_build_jobs_bounds_concurrent_builds(pytester, codebench):
     assert in_time_order(log) == ["start", "end"] * 4
 
 
-def test_items_carry_a_timeout_backstop_above_their_budget(pytester, codebench, xdist_args):
+def test_items_carry_a_timeout_backstop_above_their_budget(
+    pytester: pytest.Pytester, codebench: Codebench, xdist_args: list[str]
+) -> None:
     pytester.makeconftest(
         """
         def pytest_collection_finish(session):
@@ -104,7 +115,7 @@ def test_items_carry_a_timeout_backstop_above_their_budget(pytester, codebench, 
     assert {(name, float(seconds)) for name, seconds in lines} == {("T/1[0]", expected)}
 
 
-def test_a_crashed_worker_makes_its_item_an_error(pytester):
+def test_a_crashed_worker_makes_its_item_an_error(pytester: pytest.Pytester) -> None:
     pytester.makeconftest(
         """
         import os
@@ -120,7 +131,9 @@ def test_a_crashed_worker_makes_its_item_an_error(pytester):
     result.stdout.fnmatch_lines(["*error (1): the xdist worker grading this item crashed*"])
 
 
-def test_option_precedence_ini_then_environment_then_command_line(pytester, codebench, monkeypatch):
+def test_option_precedence_ini_then_environment_then_command_line(
+    pytester: pytest.Pytester, codebench: Codebench, monkeypatch: pytest.MonkeyPatch
+) -> None:
     args = dataset(pytester, packs.problem("T/1"))
     pytester.makeini("[pytest]\ncodebench_k = 1\ncodebench_run_without_gpu = true\n")
     assert "pass@2" not in codebench(*args).output
