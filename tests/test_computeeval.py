@@ -237,12 +237,17 @@ def test_ids_selection_and_last_failed(pytester, codebench):
         ],
     )
     collected = codebench(*args, "--collect-only", "-q")
+    # The id names the benchmark and the dataset, not the file's path.
     collected.result.stdout.fnmatch_lines(
-        ["p-problems.tar.gz::CUDA/3[[]0]", "p-problems.tar.gz::CUDA/3[[]1]", "p-problems.tar.gz::CUDA/30[[]0]"]
+        [
+            "computeeval/p-problems::CUDA/3[[]0]",
+            "computeeval/p-problems::CUDA/3[[]1]",
+            "computeeval/p-problems::CUDA/30[[]0]",
+        ]
     )
     assert set(codebench(*args, FORCE, "-k", "CUDA/3 and not CUDA/30").items) == {"CUDA/3[0]", "CUDA/3[1]"}
-    by_node = codebench(FORCE, *args, "p-problems.tar.gz::CUDA/3[1]")
-    assert set(by_node.items) == {"CUDA/3[1]"}
+    for node in ("p-problems.tar.gz::CUDA/3[1]", "computeeval/p-problems::CUDA/3[1]"):  # by path, or as printed
+        assert set(codebench(FORCE, *args, node).items) == {"CUDA/3[1]"}
     codebench(*args, FORCE)
     assert set(codebench(*args, FORCE, "--lf").items) == {"CUDA/3[1]"}
 

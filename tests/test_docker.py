@@ -234,7 +234,7 @@ def test_public_container_fixtures(pytester):
     outcomes = result.parseoutcomes()
     assert outcomes.get("passed", 0) + outcomes.get("skipped", 0) == 2 and "failed" not in outcomes
     if outcomes.get("skipped"):  # no GPU for containers here: the reason says so
-        result.stdout.fnmatch_lines(["*SKIPPED*test_public_container_fixtures.py:7: *GPU*"])
+        result.stdout.fnmatch_lines(["*SKIPPED*test_public_container_fixtures.py:8: *GPU*"])
 
 
 def test_pie_grades_in_its_own_image(pytester, codebench, engine):
