@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import shlex
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Generic, Literal, TypeVar
 
@@ -66,11 +65,6 @@ def choice(*choices: str) -> Callable[[str], str]:
         return value
 
     return parse
-
-
-def shell_words(text: str) -> list[str]:
-    """Split as a shell would, so that ``cflags='--std=c++17 -O3'`` stays one value."""
-    return shlex.split(text)
 
 
 @dataclasses.dataclass(frozen=True)
