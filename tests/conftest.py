@@ -10,6 +10,7 @@ from typing import Any
 import docker
 import packs
 import pytest
+from tensorbench_data import SHARED_CACHE, pack
 
 from pytest_codebench.context import RunContext
 from pytest_codebench.options import ENV, OUTPUT_LIMIT, Settings
@@ -87,3 +88,16 @@ def engine() -> docker.DockerClient:
             pytest.fail(reason)
         pytest.skip(reason)
     return client
+
+
+@pytest.fixture
+def tensorbench_cache_dir(monkeypatch: pytest.MonkeyPatch) -> None:
+    """TensorBench's environments and compiler caches, reused across the tests that ask."""
+    monkeypatch.setenv("CODEBENCH_CACHE_DIR", str(SHARED_CACHE))
+
+
+@pytest.fixture(scope="session")
+def scorchlet(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
+    """A small Scorch-like repository (the bundled sample's), built once per session."""
+    root = tmp_path_factory.mktemp("scorchlet")
+    return root, pack.build_repo(root)

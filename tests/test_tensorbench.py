@@ -8,22 +8,13 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import packs
 import pytest
-from tensorbench_data import SAMPLE, SHARED_CACHE, categories, pack, prediction, sample_rows, task, write_dataset
+from tensorbench_data import SAMPLE, categories, pack, prediction, sample_rows, task, write_dataset
 
-
-@pytest.fixture(autouse=True)
-def shared_cache(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("CODEBENCH_CACHE_DIR", str(SHARED_CACHE))
-
-
-@pytest.fixture(scope="session")
-def scorchlet(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
-    root = tmp_path_factory.mktemp("scorchlet")
-    return root, pack.build_repo(root)
+# Environments and compiler caches are shared across these tests, as across a user's runs.
+pytestmark = pytest.mark.usefixtures("tensorbench_cache_dir")
 
 
 def test_the_bundled_sample_gives_every_outcome(pytester, codebench):

@@ -11,18 +11,10 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from tensorbench_data import SHARED_CACHE, categories, pack, sample_rows, task, write_dataset
+from tensorbench_data import categories, sample_rows, task, write_dataset
 
-
-@pytest.fixture(autouse=True)
-def shared_cache(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("CODEBENCH_CACHE_DIR", str(SHARED_CACHE))
-
-
-@pytest.fixture(scope="session")
-def scorchlet(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
-    root = tmp_path_factory.mktemp("scorchlet")
-    return root, pack.build_repo(root)
+# Environments and compiler caches are shared across these tests, as across a user's runs.
+pytestmark = pytest.mark.usefixtures("tensorbench_cache_dir")
 
 
 def path_without(folder: Path, *names: str) -> str:
