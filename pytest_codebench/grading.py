@@ -79,6 +79,12 @@ class Grading:
             fields = {"command": result.command, "exit_code": result.exit_code, "output_tail": result.tail(), **fields}
         return Verdict(outcome, reason, figures=dict(self.figures), logs=dict(self.logs), **fields)
 
+    def conclude(self, verdict: Verdict) -> Verdict:
+        """A verdict a pure rule reached, with its own figures added to those gathered so far
+        and every log."""
+        self.figures.update(verdict.figures)
+        return dataclasses.replace(verdict, figures=dict(self.figures), logs=dict(self.logs))
+
     def step(self, step: Step, *, timeout: float, **how: Unpack[RunHow]) -> Verdict | None:
         """Run ``step``: the verdict when it failed or timed out, None when it passed."""
         result = self.run(step.phase, step.command, timeout=timeout, **how)

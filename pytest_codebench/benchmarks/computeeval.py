@@ -226,7 +226,7 @@ class ComputeEval(Benchmark):
         with self._gpu(gpus, wait) as gpu:
             result = grading.run("test", record["test_command"], timeout=timeout, gpu=gpu)
         judged = judge_test(result, bool(gpus), timeout)
-        return dataclasses.replace(judged, figures=grading.figures, logs=grading.logs)
+        return grading.conclude(judged)
 
     def _unless_the_reference_fails(self, grading: Grading, verdict: Verdict) -> Verdict:
         """The model's failure, unless the problem's own reference fails here too: then this
@@ -243,7 +243,7 @@ class ComputeEval(Benchmark):
         cannot = machine_cannot_grade(case.task_id, reference)
         if cannot is None:
             return verdict
-        return dataclasses.replace(cannot, figures={**verdict.figures, **cannot.figures}, logs=verdict.logs)
+        return grading.conclude(cannot)
 
     def _run_reference(self, grading: Grading, baseline: dict[str, Any]) -> Verdict:
         reference = dataclasses.replace(grading.case, solution=baseline)

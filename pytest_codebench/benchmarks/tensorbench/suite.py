@@ -126,7 +126,7 @@ class TreeRun:
             raise HarnessError(f"making the item's venv failed: {result.tail(10)}")
         verdict = self._steps(steps(record, bool(run_tests)), reruns)
         grading.figures.update(self._cache_figures())
-        return dataclasses.replace(verdict, figures=dict(grading.figures), logs=dict(grading.logs))
+        return grading.conclude(verdict)
 
     def _steps(self, listed: list[Step], reruns: int) -> Verdict:
         for step in listed:
@@ -138,7 +138,6 @@ class TreeRun:
                 )
             if step.phase == "test":
                 verdict = suite_verdict(result, junit.read(self.grading.workspace / JUNIT))
-                self.grading.figures.update(verdict.figures)
                 return self._rerun(verdict, reruns) if verdict.outcome is Outcome.TEST_FAILED and reruns else verdict
             if not result.ok:
                 return self.grading.verdict(step.failed, f"{step.phase} failed: {step.command}", result)
