@@ -240,7 +240,15 @@ def test_public_container_fixtures(pytester):
 def test_pie_grades_in_its_own_image(pytester, codebench, engine):
     from test_pie import FAST, SLOW, WRONG, write_pie
 
-    config = write_pie(pytester.path, [{"input": SLOW, "generated_answers": [FAST, WRONG]}], num_trials=3)
+    # As in PIE's attack tests under docker: the honest candidate must beat the slow one by more
+    # than a container's start-up varies, and with 3 trials one trial slowed by a busy machine
+    # was enough to pull the interval below 1 (CI saw not_faster).
+    config = write_pie(
+        pytester.path,
+        [{"input": SLOW, "generated_answers": [FAST, WRONG]}],
+        sizes=(4_000_000, 5_000_000),
+        num_trials=5,
+    )
     run = codebench("--codebench-config", str(config), *DOCKER, benchmark="pie")
     assert categories(run) == {"p1/s1[0]": "passed", "p1/s1[1]": "wrong_output"}
     assert leftovers(engine, pytester) == []
