@@ -64,6 +64,10 @@ class Verdict:
     output_tail: str = ""
     figures: dict[str, float | str] = dataclasses.field(default_factory=dict)
     logs: dict[str, str] = dataclasses.field(default_factory=dict)
+    #: A skip or error that is the machine's doing, not the model's (a requirement this
+    #: machine cannot meet, no GPU, the problem's own reference failing or skipping here too):
+    #: it leaves the problem out of the score instead of counting as a failure.
+    excused: bool = False
 
     @classmethod
     def of_run(cls, outcome: Outcome, reason: str, result: RunResult, **fields: Any) -> Verdict:

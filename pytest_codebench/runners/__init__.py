@@ -73,6 +73,9 @@ class RunResult:
     seconds: float
     output: str
     dropped_bytes: int = 0
+    #: Why the runner killed the command before its end besides its timeout (its workspace
+    #: grew past its quota), else None.
+    killed: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -108,6 +111,8 @@ class RunHow(TypedDict, total=False):
     #: Folders of this machine (a compiler cache) the command sees at the same path, each
     #: with whether it may write in it.
     shared: Mapping[Path, bool]
+    #: The command's standard input, given on a pipe (default: none, /dev/null).
+    stdin: bytes
 
 
 class Gpu(TypedDict):
