@@ -21,7 +21,13 @@ def _all_options() -> list[tuple[str | None, tuple[Option[Any], ...]]]:
     """Core options, then each installed benchmark's and runner's own, titled by their name."""
     benchmarks = [(name, tuple(cls.options)) for name, cls in benchmark_classes().items()]
     runners = [(name, tuple(cls.options)) for name, cls in runner_classes().items()]
-    return [(None, CORE_OPTIONS), *benchmarks, *runners]
+    # An option several runners share (the workspace quota) is registered once, by the first.
+    seen: set[str] = set()
+    unique = []
+    for title, options in [(None, CORE_OPTIONS), *benchmarks, *runners]:
+        unique.append((title, tuple(option for option in options if option.name not in seen)))
+        seen.update(option.name for option in options)
+    return unique
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

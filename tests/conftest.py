@@ -19,6 +19,14 @@ from pytest_codebench.options import ENV, OUTPUT_LIMIT, Settings
 XDIST_MODES = {"serial": [], "xdist": ["-n", "2"]}
 
 
+def no_sandbox(reason: str) -> None:
+    """Skip a test that needs the local runner's bubblewrap sandbox; where CI must have one
+    (CODEBENCH_REQUIRE_BWRAP), fail instead, so the exploit tests never skip away there."""
+    if os.environ.get("CODEBENCH_REQUIRE_BWRAP"):
+        pytest.fail(reason)
+    pytest.skip(reason)
+
+
 @pytest.fixture(params=list(XDIST_MODES), ids=list(XDIST_MODES))
 def xdist_args(request: pytest.FixtureRequest) -> list[str]:
     return XDIST_MODES[request.param]

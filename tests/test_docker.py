@@ -85,15 +85,17 @@ def test_hostile_commands_are_contained_and_reported(pytester, codebench, engine
         "T/background": "sleep 300 & exit 0",
     }
 
-    # The solution does the harm (its act.sh); the reference's act.sh is harmless and passes.
+    # The solution does the harm (its act.sh) before the problem's test program, whose main must
+    # run to the end for a pass; the reference's act.sh is harmless and passes.
     def acting(task: str, script: str) -> dict:
-        return packs.solution(task, files=[{"path": "act.sh", "content": script + "\n"}])
+        return packs.solution(
+            task, files=[*packs.solution(task)["files"], {"path": "act.sh", "content": script + "\n"}]
+        )
 
     problems = [
         packs.problem(
             task,
-            build_command=None,
-            test_command="sh ./act.sh",
+            test_command="sh ./act.sh && ./test.out",
             timeout_seconds=5,
             baseline_solution=acting(task, "true"),
         )
@@ -348,13 +350,17 @@ def test_without_a_toolkit_anywhere_each_item_names_the_ways_out(pytester, codeb
 
 @pytest.mark.parametrize("xdist_args", [[]], ids=["serial"])
 def test_a_given_image_is_used_as_given_and_what_it_lacks_is_said(pytester, codebench):
-    problem = packs.problem("T/1", build_command=None, test_command="true", min_cuda_toolkit=None)
-    run = codebench(*dataset(pytester, problem), FORCE, "--codebench-runner", "docker", "--codebench-image", BASE)
+    # The image a default run chose (it has the C compiler the harness's main guard needs, but no
+    # nvcc of its own), given back by name: used as it is, and its lack of nvcc said.
+    args = dataset(pytester, packs.problem("T/1"))
+    codebench(*args, FORCE, *DOCKER, "--codebench-report", str(pytester.path / "report.json"))
+    image = report_of(pytester)["environment"]["runner"]["image"]
+    run = codebench(*args, FORCE, "--codebench-runner", "docker", "--codebench-image", image)
     assert categories(run) == {"T/1[0]": "passed"}
     run.result.stdout.fnmatch_lines(
         [
-            f"codebench: docker image {BASE}: given with --codebench-image;"
-            f" {BASE} has no nvcc: give an image that has it*"
+            f"codebench: docker image {image}: given with --codebench-image;"
+            f" {image} has no nvcc: give an image that has it*"
         ]
     )
 

@@ -92,3 +92,17 @@ def test_output_cap_counts_what_it_drops():
         cap.feed(chunk)
     assert cap.dropped == 10
     assert cap.text() == "abcde\n[... 10 bytes of output dropped ...]\npqrst"
+
+
+def test_stdin_is_fed_on_a_pipe(runner, tmp_path):
+    data = b"x" * 3_000_000  # far more than a pipe holds
+    result = runner.run("wc -c", cwd=tmp_path, timeout=60, stdin=data)
+    assert result.ok and result.output.strip() == "3000000"
+    assert runner.run("cat", cwd=tmp_path, timeout=60).output == ""  # none given: /dev/null
+
+
+def test_a_command_that_never_reads_its_input_does_not_hang_the_runner(runner, tmp_path):
+    result = runner.run("echo ignored", cwd=tmp_path, timeout=60, stdin=b"y" * 3_000_000)
+    assert result.ok and not result.timed_out and result.output == "ignored\n"
+    closed = runner.run("exec 0<&-; sleep 0.2; echo closed", cwd=tmp_path, timeout=60, stdin=b"z" * 3_000_000)
+    assert closed.ok and closed.output == "closed\n"

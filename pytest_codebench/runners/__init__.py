@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypedDict
 from ..context import RunContext
 from ..errors import HarnessError
 from ..options import ENV, OUTPUT_LIMIT, Option
+from ..text import printable
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -155,7 +156,7 @@ class OutputCap:
 
     def text(self) -> str:
         middle = f"\n[... {self.dropped} bytes of output dropped ...]\n".encode() if self.dropped else b""
-        return bytes(self._head + middle + self._tail).decode("utf-8", errors="replace")
+        return printable(bytes(self._head + middle + self._tail).decode("utf-8", errors="replace"))
 
 
 class Runner(abc.ABC):

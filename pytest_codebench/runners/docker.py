@@ -7,14 +7,23 @@ host toolkit the image lacks, see docker_images, is mounted read-only); the root
 read-only and /tmp a small tmpfs. Copying the workspace in and out
 (put_archive/get_archive) would keep host disk out of reach, but it costs two tar round
 trips per command, and the builds' outputs must survive into the test step anyway; a
-per-file size limit (RLIMIT_FSIZE) bounds what a command can write instead.
+per-file size limit (RLIMIT_FSIZE) bounds one file, and the workspace quota (quota.py) the
+whole workspace's bytes and entries.
+
+Every container lives by its own deadline, whatever becomes of the process that started it
+(a CI timeout kills pytest with SIGKILL): its PID 1 is ``timeout -s KILL BUDGET+SLACK``, and a
+container ends with its PID 1. Containers carry their run, their deadline and their owner
+process (docker_sweep.py); at the start of a run, those of earlier runs that are past their
+deadline or whose owner is gone are removed.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import os
 import platform
-import re
+import socket
 import threading
 import time
 from collections.abc import Iterable
@@ -30,40 +39,52 @@ from ..context import RunContext
 from ..errors import HarnessError
 from ..options import BENCHMARK, ENV, Option, positive
 from . import PROVISION_SCRIPT, Gpu, GpuProbe, OutputCap, RunHow, Runner, RunResult, Toolchain, allowed_names
-from .docker_images import DOCKER_BASE, ENGINE_ERRORS, IMAGE, ImageChoice, ImageChooser, choose, digest, engine_error
+from .docker_images import DOCKER_BASE, IMAGE, ImageChoice, ImageChooser, choose, digest, engine_error
+from .docker_sweep import ENGINE_ERRORS, RUN_LABEL, container_labels, sweep_stale
+from .quota import QUOTA_OPTIONS, entries, parse_size, quota_limits, watch
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
-RUN_LABEL = "pytest-codebench.run"
 NOBODY = 65534
 WORKSPACE = "/workspace"
 RECIPE_DIR = "/opt/codebench/recipe"
 ENV_PREFIX = "/opt/codebench/env"
 # Docker's own log of a container is kept small: the runner streams the output as it comes.
 LOG_CONFIG = LogConfig(type=LogConfig.types.JSON, config={"max-size": "1m", "max-file": "1"})
+#: A container's own deadline is its command's budget plus this: the runner kills it first
+#: while it lives; the deadline is for when the runner is gone.
+DEADLINE_SLACK = 10
+#: What a container's PID 1 runs the command under (coreutils' or busybox's ``timeout``).
+DEADLINE = ("timeout", "-s", "KILL")
+PROBE_TIMEOUT = 120
+#: Longer budgets are cut to this for the deadline (a year: a number `timeout` reads as one).
+MAX_BUDGET = 365 * 86400
 
 
-def _size(text: str) -> int:
-    """Bytes from "512m", "4g", "1048576"."""
-    match = re.fullmatch(r"(\d+)([kmg]?)b?", text.strip().lower())
-    if match is None:
-        raise ValueError(f"not a size: {text!r}")
-    return int(match.group(1)) * {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}[match.group(2)]
-
-
-DOCKER_MEMORY = Option("docker-memory", "Memory limit of a container.", _size("4g"), _size, "SIZE")
+DOCKER_MEMORY = Option("docker-memory", "Memory limit of a container.", 4 << 30, parse_size, "SIZE")
 DOCKER_CPUS = Option("docker-cpus", "CPUs a container may use.", 2.0, positive(float), "N", ini_type="float")
 DOCKER_PIDS = Option("docker-pids", "Processes a container may have at once.", 256, positive(int), "N", ini_type="int")
 DOCKER_TMPFS = Option("docker-tmpfs", "Size of a container's /tmp (memory).", "512m", str, "SIZE")
-DOCKER_MAX_FILE = Option("docker-max-file", "Largest file a command may write (RLIMIT_FSIZE).", 1 << 30, _size, "SIZE")
+DOCKER_MAX_FILE = Option(
+    "docker-max-file", "Largest file a command may write (RLIMIT_FSIZE).", 1 << 30, parse_size, "SIZE"
+)
 
 
 class DockerRunner(Runner):
     """Each command in a fresh, locked-down container of the benchmark's image."""
 
     name = "docker"
-    options = (IMAGE, DOCKER_BASE, DOCKER_MEMORY, DOCKER_CPUS, DOCKER_PIDS, DOCKER_TMPFS, DOCKER_MAX_FILE)
+    options = (
+        IMAGE,
+        DOCKER_BASE,
+        DOCKER_MEMORY,
+        DOCKER_CPUS,
+        DOCKER_PIDS,
+        DOCKER_TMPFS,
+        DOCKER_MAX_FILE,
+        *QUOTA_OPTIONS,
+    )
 
     def __init__(self, context: RunContext) -> None:
         super().__init__(context)
@@ -82,11 +103,14 @@ class DockerRunner(Runner):
             "tmpfs": {"/tmp": f"size={settings[DOCKER_TMPFS]},mode=1777"},
             "ulimits": [Ulimit(name="fsize", soft=max_file, hard=max_file)],
         }
+        self.quota = quota_limits(settings)
         self.client = connect()
+        _sweep_once(self.client, context)
         self.choice = _choice(self.client, context)
         self.image = self.choice.image
         # Host folders (a CUDA toolkit) every container sees read-only at their own path.
         self.mounts = {path: {"bind": path, "mode": "ro"} for path in self.choice.mounts}
+        self._deadline_ok: set[str] = set()
 
     @classmethod
     def describe(cls, context: RunContext) -> dict[str, Any]:
@@ -94,6 +118,7 @@ class DockerRunner(Runner):
         try:
             client = connect()
             try:
+                _sweep_once(client, context)
                 choice = _choice(client, context)
             finally:
                 client.close()
@@ -115,10 +140,15 @@ class DockerRunner(Runner):
         volumes = {**self.mounts, str(cwd.resolve()): {"bind": WORKSPACE, "mode": "rw"}}
         for path, writable in shared.items():
             volumes[str(path)] = {"bind": str(path), "mode": "rw" if writable else "ro"}
+        image = toolchain.image if toolchain and toolchain.image else self.image
+        self._check_deadline(image)
+        stdin = how.get("stdin")
+        budget = min(math.ceil(timeout), MAX_BUDGET) + DEADLINE_SLACK
         try:
             container = self.client.containers.create(
-                toolchain.image if toolchain and toolchain.image else self.image,
-                ["/bin/sh", "-c", command],
+                image,
+                [*DEADLINE, str(budget), "/bin/sh", "-c", command],
+                stdin_open=stdin is not None,
                 working_dir=WORKSPACE,
                 user=user,
                 environment=self.child_env(WORKSPACE, "/tmp", how.get("env")),
@@ -127,7 +157,7 @@ class DockerRunner(Runner):
                 cap_drop=["ALL"],
                 security_opt=["no-new-privileges"],
                 read_only=True,
-                labels={RUN_LABEL: self.run_id},
+                labels=container_labels(self.run_id, budget),
                 log_config=LOG_CONFIG,
                 device_requests=[DeviceRequest(device_ids=[gpu], capabilities=[["gpu"]])] if gpu else None,
                 **self.limits,
@@ -135,20 +165,35 @@ class DockerRunner(Runner):
         except ENGINE_ERRORS as exc:
             raise engine_error(exc) from None
         try:
-            return self._run(container, command, timeout, cap)
+            # The workspace is this machine's disk: past its quota the container dies.
+            with watch(cwd, self.quota, lambda: _kill(container)) as watcher:
+                result = self._run(container, command, timeout, cap, stdin)
+            if watcher.exceeded is None:
+                return result
+            # Said in the output too, so that every benchmark's failure text shows why.
+            cap.feed(f"\n[pytest-codebench: the command was killed: {watcher.exceeded}]\n".encode())
+            return dataclasses.replace(result, output=cap.text(), dropped_bytes=cap.dropped, killed=watcher.exceeded)
         finally:
             try:
                 container.remove(force=True)
             except ENGINE_ERRORS:
                 pass  # the engine is gone; the controller's sweep will find it
 
-    def _run(self, container: Any, command: str, timeout: float, cap: OutputCap) -> RunResult:
+    def _run(self, container: Any, command: str, timeout: float, cap: OutputCap, stdin: bytes | None) -> RunResult:
         started = time.monotonic()
         try:
             stream = container.attach(stdout=True, stderr=True, stream=True, logs=True)
             reader = threading.Thread(target=_pump, args=(stream, cap), daemon=True)
             reader.start()
+            # The input goes over the engine's socket straight to the command's stdin: no file
+            # holds it, in the workspace or anywhere another program could read it.
+            feeder = None
+            if stdin is not None:
+                attached = container.attach_socket(params={"stdin": 1, "stream": 1})
+                feeder = threading.Thread(target=_feed, args=(attached, stdin), daemon=True)
             container.start()
+            if feeder is not None:
+                feeder.start()
         except docker.errors.APIError as exc:
             if "could not select device driver" in str(exc):
                 raise HarnessError(
@@ -164,10 +209,7 @@ class DockerRunner(Runner):
         timed_out = waiter.is_alive()
         if timed_out:
             # The command's time is up: the container dies with everything in it.
-            try:
-                container.kill()
-            except ENGINE_ERRORS:
-                pass
+            _kill(container)
             waiter.join(30)
         if waiter.error is not None and not timed_out:
             raise engine_error(waiter.error)
@@ -190,9 +232,25 @@ class DockerRunner(Runner):
         if os.getuid() != 0:
             return f"{os.getuid()}:{os.getgid()}"
         for folder in (workspace, *writable):
-            for path in (folder, *folder.rglob("*")):
-                os.chown(path, NOBODY, NOBODY, follow_symlinks=False)
+            os.chown(folder, NOBODY, NOBODY)
+            # Through folder descriptors, never a link, at any depth: the tree may be a command's.
+            for fd, name, info in entries(folder, strict=False):
+                if info.st_uid != NOBODY or info.st_gid != NOBODY:
+                    os.chown(name, NOBODY, NOBODY, dir_fd=fd, follow_symlinks=False)
         return f"{NOBODY}:{NOBODY}"
+
+    def _check_deadline(self, image: str) -> None:
+        """Every container's PID 1 is ``timeout``: an image without one cannot serve (asked
+        once per image and run)."""
+        if image in self._deadline_ok:
+            return
+        chooser = ImageChooser(self.client, self.context, {RUN_LABEL: self.run_id})
+        if not self.context.once(f"docker-timeout-{digest(image)}", lambda: chooser.has(image, DEADLINE[0])):
+            raise HarnessError(
+                f"the image {image} has no `timeout` command (coreutils or busybox): the docker runner runs every"
+                " command under one, so that no container outlives its budget; give an image that has it"
+            )
+        self._deadline_ok.add(image)
 
     def provision(self, key: str, recipe: Path) -> Toolchain:
         """An image per environment, ``pytest-codebench/BENCHMARK-env:KEY``, built once per
@@ -215,17 +273,21 @@ class DockerRunner(Runner):
         """Ask nvidia-smi inside a container given every GPU: what a test would see."""
         query = "nvidia-smi --query-gpu=index,name,compute_cap --format=csv,noheader"
         try:
+            self._check_deadline(self.image)
+        except HarnessError as exc:
+            return {"error": str(exc)}
+        try:
             container = self.client.containers.create(
                 self.image,
-                ["/bin/sh", "-c", query],
+                [*DEADLINE, str(PROBE_TIMEOUT + DEADLINE_SLACK), "/bin/sh", "-c", query],
                 device_requests=[DeviceRequest(count=-1, capabilities=[["gpu"]])],
                 volumes=self.mounts,
                 network_mode="none",
-                labels={RUN_LABEL: self.run_id},
+                labels=container_labels(self.run_id, PROBE_TIMEOUT + DEADLINE_SLACK),
             )
             try:
                 container.start()
-                container.wait(timeout=120)
+                container.wait(timeout=PROBE_TIMEOUT)
                 output = container.logs(stdout=True, stderr=True).decode(errors="replace")
             finally:
                 container.remove(force=True)
@@ -259,6 +321,32 @@ class DockerRunner(Runner):
 def _pump(stream: Iterable[bytes], cap: OutputCap) -> None:
     for chunk in stream:
         cap.feed(chunk)
+
+
+def _feed(attached: Any, data: bytes) -> None:
+    """Write the command's input to its attached stdin, then close our side: the command reads
+    its end of the input (stdin_open without detach makes it StdinOnce)."""
+    # The SDK hands back the socket wrapped in a SocketIO for plain connections.
+    raw = getattr(attached, "_sock", attached)
+    try:
+        raw.sendall(data)
+        raw.shutdown(socket.SHUT_WR)
+    except OSError:
+        pass  # the command ended without reading all of it
+    finally:
+        attached.close()
+
+
+def _kill(container: Any) -> None:
+    try:
+        container.kill()
+    except ENGINE_ERRORS:
+        pass  # already gone, or the engine is: the waiter says which
+
+
+def _sweep_once(client: docker.DockerClient, context: RunContext) -> None:
+    """Remove what earlier runs on this engine left behind, once per run, before anything runs."""
+    context.once("docker-stale-sweep", lambda: sweep_stale(client, context.run_dir.name))
 
 
 class _Waiter(threading.Thread):

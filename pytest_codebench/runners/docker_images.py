@@ -32,13 +32,13 @@ from typing import TYPE_CHECKING, Any
 
 import docker
 import docker.errors
-import requests.exceptions
 from docker.utils import parse_repository_tag
 from filelock import FileLock
 
 from .. import __version__
 from ..errors import HarnessError
 from ..options import text_option
+from .docker_sweep import ENGINE_ERRORS, lifetime_labels
 
 if TYPE_CHECKING:
     from ..context import RunContext
@@ -57,9 +57,9 @@ DOCKER_BASE = text_option(
 
 # The base scripts/docker-setup.sh builds from Debian's packages, for machines without Docker Hub.
 LOCAL_BASE = "codebench-base:bookworm"
+# Seconds a container asking an image for a command may live (it answers at once).
+HAS_BUDGET = 120
 NEEDS_LABEL = "org.pytest-codebench.needs"
-# Errors the SDK raises when the daemon is gone or stops answering.
-ENGINE_ERRORS = (docker.errors.DockerException, requests.exceptions.ConnectionError)
 
 
 def engine_error(exc: BaseException) -> HarnessError:
@@ -250,7 +250,12 @@ class ImageChooser:
     def has(self, image: str, command: str) -> bool:
         try:
             self.client.containers.run(
-                image, ["/bin/sh", "-c", f"command -v {command}"], remove=True, network_mode="none", labels=self.labels
+                image,
+                ["/bin/sh", "-c", f"command -v {command}"],
+                remove=True,
+                network_mode="none",
+                # Labelled as the runner's own: a concurrent run's sweep leaves it alone.
+                labels={**self.labels, **lifetime_labels(HAS_BUDGET)},
             )
         except docker.errors.ContainerError:
             return False

@@ -1,11 +1,15 @@
-"""Run commands on this machine, each in its own session, and leave nothing of them behind."""
+"""Run commands on this machine, each in a bubblewrap sandbox of its own (runners/sandbox.py),
+or, where bwrap cannot run here, unconfined in a session of its own (said loudly), and leave
+nothing of them behind either way."""
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
+import dataclasses
 import functools
 import os
 import platform
-import selectors
 import shutil
 import signal
 import subprocess
@@ -13,14 +17,19 @@ import sys
 import time
 import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+import pytest
 from filelock import FileLock
 
 from .. import cuda
+from ..context import RunContext
 from ..errors import HarnessError
-from ..options import CACHE_DIR
+from ..options import CACHE_DIR, DATASET, SOLUTIONS, Settings
 from . import PROVISION_SCRIPT, GpuProbe, OutputCap, RunHow, Runner, RunResult, Toolchain
+from . import sandbox as bwrap
+from .pipes import kill_group, pump
+from .quota import QUOTA_OPTIONS, quota_limits, watch
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -28,17 +37,54 @@ if TYPE_CHECKING:
 # Every process a command starts inherits this variable (unless it clears its environment),
 # which finds the ones that left the process group with setsid() once the command is over.
 MARK_VAR = "CODEBENCH_PROCESS_MARK"
-# How often to look whether the command's main process has exited while a child it left in
-# the background still holds the output pipe open.
-POLL_SECONDS = 0.05
 PROVISION_TIMEOUT = 3600
+PR_SET_PDEATHSIG = 1
+# Where bash and setpriv are, the clock of sandbox.CLOCK times unconfined commands too.
+_BASH = shutil.which("bash") if shutil.which("setpriv") else None
 
 
-def _kill_group(pgid: int) -> None:
-    try:
-        os.killpg(pgid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
+@dataclasses.dataclass(frozen=True)
+class SandboxState:
+    """What this process's commands run in: a sandbox ``plan``, or None and ``why`` not."""
+
+    plan: bwrap.Plan | None
+    why: str
+    version: str = ""
+
+
+_STATES: dict[tuple[Any, ...], SandboxState] = {}
+
+
+def sandbox_state(settings: Settings, run_dir: Path | None = None) -> SandboxState:
+    """The sandbox, probed once per process (per sandbox settings and run folder)."""
+    # What the plan is built from: the options, the folders it hides, and where tools are found.
+    options = (*bwrap.SANDBOX_OPTIONS, CACHE_DIR, DATASET, SOLUTIONS)
+    key = (*(str(settings[option]) for option in options), os.environ.get("PATH"), run_dir)  # type: ignore[misc]  # Option[Any]
+    if key not in _STATES:
+        _STATES[key] = _probe(settings, run_dir)
+    return _STATES[key]
+
+
+def _probe(settings: Settings, run_dir: Path | None) -> SandboxState:
+    if settings[bwrap.SANDBOX] == "none":
+        return SandboxState(None, "--codebench-sandbox none")
+    missing = bwrap.missing_tools(os.getuid() == 0)
+    if missing:
+        return SandboxState(None, f"{', '.join(missing)} not found (Debian package bubblewrap, util-linux)")
+    path = shutil.which("bwrap") or "bwrap"
+    plan = bwrap.plan(settings, path, run_dir)
+    why = bwrap.probe(plan)
+    return SandboxState(None, why) if why else SandboxState(plan, "", bwrap.version(path))
+
+
+@functools.cache
+def _prctl() -> Any:
+    return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True).prctl
+
+
+def _die_with_parent() -> None:
+    """In the unconfined child, before exec: SIGKILL when the harness dies (a CI timeout)."""
+    _prctl()(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def _pids() -> set[str]:
@@ -61,59 +107,153 @@ def _kill_by_token(token: bytes, before: set[str]) -> None:
 
 
 class LocalRunner(Runner):
-    """Runs each command with ``sh -c`` in a new session; on exit or timeout the whole
+    """Runs each command with ``sh -c`` in a bubblewrap sandbox (see runners/sandbox.py), or
+    unconfined in a new session where bwrap cannot run here; on exit or timeout the whole
     process tree is killed, background children and setsid() escapees included."""
 
     name = "local"
+    options = (*bwrap.SANDBOX_OPTIONS, *QUOTA_OPTIONS)
     python = sys.executable
     host_programs = True
 
+    def __init__(self, context: RunContext) -> None:
+        super().__init__(context)
+        self.quota = quota_limits(context.settings)
+        self.state = sandbox_state(context.settings, context.run_dir)
+        if self.state.plan is None and context.settings[bwrap.SANDBOX] == "bwrap":
+            raise HarnessError(f"--codebench-sandbox bwrap, but no sandbox can run here: {self.state.why}")
+        self._handed: set[Path] = set()  # writable shared folders already given to the sandbox's uid
+        if self.state.plan is None:
+            _prctl()  # loaded before any fork: the child only calls it
+
+    @classmethod
+    def describe(cls, context: RunContext) -> dict[str, Any]:
+        """Whether commands run sandboxed, for the header and the JSON report; a warning when not."""
+        settings = context.settings
+        state = sandbox_state(settings, context.run_dir)
+        if state.plan is None:
+            if settings[bwrap.SANDBOX] == "auto":
+                context.config.issue_config_time_warning(
+                    pytest.PytestWarning(f"codebench: local commands run UNSANDBOXED: {state.why}"), stacklevel=2
+                )
+            summary = f"local sandbox: NONE, commands run unconfined with the caller's rights ({state.why})"
+            return {"summary": summary, "sandbox": "none", "sandbox_reason": state.why}
+        user = "as nobody, " if state.plan.user is not None else ""
+        limits = ", ".join(bwrap.describe_limits(settings))
+        summary = f"local sandbox: {state.version} ({user}own pid/net/mount namespaces, {limits})"
+        return {"summary": summary, "sandbox": "bwrap", "sandbox_version": state.version}
+
     def run(self, command: str, *, cwd: Path, timeout: float, **how: Unpack[RunHow]) -> RunResult:
-        # A local process cannot be taken off the network, and a toolchain's prefix and the
-        # shared folders are folders of this machine already: only env and gpu apply.
-        token = uuid.uuid4().hex
         tmp = cwd / ".tmp"
         tmp.mkdir(exist_ok=True)
         environment = self.child_env(str(cwd), str(tmp), how.get("env"))
         gpu = how.get("gpu")
         if gpu is not None:
             environment["CUDA_VISIBLE_DEVICES"] = gpu
+        plan = self.state.plan
+        if plan is None:
+            return self._unconfined(command, cwd, timeout, environment, how)
+        toolchain = how.get("toolchain")
+        shared = how.get("shared") or {}
+        if plan.user is not None:
+            bwrap.hand_over(cwd, plan.user)
+            for folder in (path for path, writable in shared.items() if writable and path not in self._handed):
+                bwrap.hand_over(folder, plan.user)
+                self._handed.add(folder)
+        read, write = os.pipe()
+        try:
+            mounts = plan.mounts(cwd, toolchain.prefix if toolchain else None, shared)
+            argv = plan.argv(command, cwd, write, mounts)
+            argv[1:1] = [*bwrap.network_args(bool(how.get("network"))), *bwrap.gpu_args(gpu)]
+            result = self._execute(_Launch(argv, cwd, environment, how.get("stdin"), (write,)), timeout)
+            os.close(write)
+            write = -1
+            return self._result(command, result, read, plan.clocked, sandboxed=True)
+        finally:
+            os.close(read)
+            if write >= 0:
+                os.close(write)
+
+    @staticmethod
+    def _result(command: str, run: _Run, clock_fd: int, clocked: bool, *, sandboxed: bool = False) -> RunResult:
+        """The result of a run, timed by the clock around ``sh -c`` where it can be trusted (the
+        same clock with and without the sandbox, so that timings compare)."""
+        clock = bwrap.read_clock(clock_fd) if clocked else b""
+        if sandboxed and not clock and run.exit_code == 1 and run.cap.text().startswith("bwrap: "):
+            raise HarnessError(f"the sandbox did not start: {run.cap.text().strip()[-500:]}")
+        seconds = run.seconds
+        if clocked and not run.timed_out:
+            inner = bwrap.inner_seconds(clock, run.exit_code, run.seconds)
+            seconds = run.seconds if inner is None else inner
+        return RunResult(
+            command=command,
+            exit_code=None if run.timed_out else bwrap.signal_exit(run.exit_code),
+            timed_out=run.timed_out,
+            seconds=seconds,
+            output=run.cap.text(),
+            dropped_bytes=run.cap.dropped,
+            killed=run.killed,
+        )
+
+    def _unconfined(
+        self, command: str, cwd: Path, timeout: float, environment: dict[str, str], how: RunHow
+    ) -> RunResult:
+        """Today's behaviour: a session of its own, dying with the harness, and the processes
+        that left it found by the token in their environment."""
+        token = uuid.uuid4().hex
         environment[MARK_VAR] = token
-        cap = OutputCap(self.output_limit)
         before = _pids()
+        if _BASH is None:
+            run = self._execute(_Launch(["/bin/sh", "-c", command], cwd, environment, how.get("stdin")), timeout)
+            _kill_by_token(token.encode(), before)
+            return self._result(command, run, -1, clocked=False)
+        read, write = os.pipe()
+        try:
+            argv = [_BASH, "--noprofile", "--norc", "-c", bwrap.CLOCK_UNCONFINED, "clock", command, str(write)]
+            run = self._execute(_Launch(argv, cwd, environment, how.get("stdin"), (write,)), timeout)
+            _kill_by_token(token.encode(), before)
+            os.close(write)
+            write = -1
+            return self._result(command, run, read, clocked=True)
+        finally:
+            os.close(read)
+            if write >= 0:
+                os.close(write)
+
+    def _execute(self, launch: _Launch, timeout: float) -> _Run:
+        stdin = launch.stdin
+        cap = OutputCap(self.output_limit)
         started = time.monotonic()
         proc = subprocess.Popen(
-            ["/bin/sh", "-c", command],
-            cwd=cwd,
-            env=environment,
-            stdin=subprocess.DEVNULL,
+            launch.argv,
+            cwd=launch.cwd,
+            env=launch.env,
+            stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            pass_fds=launch.fds,
+            preexec_fn=None if self.state.plan else _die_with_parent,
         )
+        with watch(launch.cwd, self.quota, lambda: kill_group(proc.pid)) as watcher:
+            timed_out = pump(proc, cap, started + timeout, stdin)
+            # Whatever the command left running dies with it (the sandbox's namespace, or the
+            # process group of an unconfined one).
+            kill_group(proc.pid)
+            exit_code = proc.wait()
+        seconds = time.monotonic() - started
         assert proc.stdout is not None
-        timed_out = self._pump(proc, cap, started + timeout)
-        # Whatever the command left running dies with it: its process group, then any
-        # descendant that moved to a session of its own.
-        _kill_group(proc.pid)
-        _kill_by_token(token.encode(), before)
-        exit_code = proc.wait()
         proc.stdout.close()
-        return RunResult(
-            command=command,
-            exit_code=None if timed_out else exit_code,
-            timed_out=timed_out,
-            seconds=time.monotonic() - started,
-            output=cap.text(),
-            dropped_bytes=cap.dropped,
-        )
+        return _Run(exit_code, timed_out and watcher.exceeded is None, seconds, cap, watcher.exceeded)
 
     def probe_gpus(self) -> GpuProbe:
         return cuda.probe_gpus()
 
     def fingerprint(self) -> str:
-        """The host, its architecture and CPU, and the Python commands find."""
-        return f"{self.name}@{platform.node()} {platform.machine()} {_cpu_model()} {_python_version()}"
+        """The host, its architecture and CPU, the Python commands find, and whether they run in
+        the sandbox (without network, as another user: outcomes may differ)."""
+        where = "sandboxed" if self.state.plan else "unconfined"
+        return f"{self.name}@{platform.node()} {platform.machine()} {_cpu_model()} {_python_version()} {where}"
 
     def provision(self, key: str, recipe: Path) -> Toolchain:
         """Install the recipe into ``CACHE_DIR/envs/KEY``, unless a finished one is there.
@@ -146,42 +286,25 @@ class LocalRunner(Runner):
                 done.touch()
         return Toolchain(key, str(prefix))
 
-    @staticmethod
-    def _pump(proc: subprocess.Popen[bytes], cap: OutputCap, deadline: float) -> bool:
-        """Read output until EOF; True if the deadline came first. Once the main process has
-        exited, the pipe may still be held by a background child: kill the tree to reach EOF."""
-        assert proc.stdout is not None
-        fd = proc.stdout.fileno()
-        os.set_blocking(fd, False)
-        with selectors.DefaultSelector() as selector:
-            selector.register(fd, selectors.EVENT_READ)
-            while True:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    _kill_group(proc.pid)
-                    return True
-                if selector.select(min(remaining, POLL_SECONDS)):
-                    chunk = os.read(fd, 1 << 16)
-                    if not chunk:
-                        return False
-                    cap.feed(chunk)
-                if proc.poll() is not None:
-                    # The main process is done; whatever still holds the pipe is a leftover.
-                    _kill_group(proc.pid)
-                    _drain(fd, cap)
-                    return False
+
+@dataclasses.dataclass(frozen=True)
+class _Launch:
+    """One process to start: its arguments, folder, environment, input and descriptors kept."""
+
+    argv: list[str]
+    cwd: Path
+    env: dict[str, str]
+    stdin: bytes | None
+    fds: tuple[int, ...] = ()
 
 
-def _drain(fd: int, cap: OutputCap) -> None:
-    """Read what is left in the pipe without waiting for writers that may never close it."""
-    while True:
-        try:
-            chunk = os.read(fd, 1 << 16)
-        except BlockingIOError:
-            return
-        if not chunk:
-            return
-        cap.feed(chunk)
+@dataclasses.dataclass(frozen=True)
+class _Run:
+    exit_code: int
+    timed_out: bool
+    seconds: float
+    cap: OutputCap
+    killed: str | None
 
 
 @functools.cache

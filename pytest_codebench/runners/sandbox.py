@@ -1,0 +1,369 @@
+"""Each local command in a bubblewrap (``bwrap``) sandbox of its own.
+
+What a sandboxed command gets:
+
+* its own PID namespace: ``/proc`` shows only its processes (never the harness's environment),
+  and when it ends every process it started dies with it, ``setsid`` or not; ``--die-with-parent``
+  ends it with the harness;
+* no network (its own network namespace) unless the step asks for it; a private ``/tmp``;
+* a root of its own: the system folders (/usr, /etc, /opt, /bin, /lib...), the Python commands
+  find, the folders of ``PATH`` and the CUDA toolkit, read-only; the toolchain's prefix
+  read-only; the ``shared`` folders as marked; its workspace, the one writable folder of the
+  host. Nothing else exists: not the caller's home, not the other workspaces, not the run folder,
+  the cache or the dataset (masked with an empty folder where a bound folder holds them);
+* rlimits: processes (counted per sandbox, in a user namespace of its own), core files,
+  file size, and optionally address space and CPU seconds;
+* for a caller that is root: the uid ``nobody`` (65534) without capabilities and with
+  ``no_new_privs``, so root-only files stay unreadable. bwrap itself must run as root to mount
+  folders only root can reach (a pyenv under /root), so the command is
+  ``bwrap -> setpriv (drop to nobody) -> unshare -U (its own count of processes) -> prlimit -> clock -> sh``,
+  all ``exec``: bwrap's own two processes are the only ones added. The workspace (and writable
+  shared folders, once) are handed to nobody before each command, as the docker runner does.
+
+The clock. bwrap takes 5-9 ms to set a sandbox up, which must not count in timed runs (PIE,
+performance). ``RunResult.seconds`` is therefore the command's own wall time, clocked by a bash
+inside the sandbox around ``sh -c COMMAND`` with ``$EPOCHREALTIME``, and written after the command
+ended to a pipe descriptor the command does not inherit. A command runs as the same uid as that
+bash and could reach the pipe through ``/proc/PPID/fd``, so: before writing, the bash kills every
+other process of the sandbox (``kill -9 -1``: none can write or read the pipe any more), and the
+harness takes the inner time only when the pipe holds exactly one well-formed line whose exit
+status matches bwrap's and whose time lies within the outer clock's. A forged, doubled, partial
+or missing line, or a blocked pipe, falls back to the outer clock (which includes the sandbox's
+start-up) or a timeout: forging can only cost the command time, never save it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import pwd
+import re
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from ..options import CACHE_DIR, DATASET, SOLUTIONS, Option, Settings, choice, positive
+from .quota import entries, parse_size
+
+SANDBOX = Option(
+    "sandbox",
+    "Where local commands run: auto (a bubblewrap sandbox where bwrap works here, else unconfined,"
+    " with a warning), bwrap (a sandbox or a usage error), none (unconfined, today's behaviour).",
+    "auto",
+    choice("auto", "bwrap", "none"),
+    "auto|bwrap|none",
+)
+SANDBOX_PIDS = Option(
+    "sandbox-pids",
+    "Processes and threads a sandboxed local command may have at once (RLIMIT_NPROC, per sandbox).",
+    1024,
+    positive(int),
+    "N",
+    ini_type="int",
+)
+SANDBOX_MAX_FILE = Option(
+    "sandbox-max-file", "Largest file a sandboxed local command may write (RLIMIT_FSIZE).", 1 << 30, parse_size, "SIZE"
+)
+SANDBOX_MEMORY: Option[int | None] = Option(
+    "sandbox-memory",
+    "Address space of each process of a sandboxed local command (RLIMIT_AS; default: none, CUDA"
+    " reserves far more than it uses).",
+    None,
+    parse_size,
+    "SIZE",
+)
+SANDBOX_CPU: Option[int | None] = Option(
+    "sandbox-cpu",
+    "CPU seconds of each process of a sandboxed local command (RLIMIT_CPU; default: none).",
+    None,
+    positive(int),
+    "SECONDS",
+    ini_type="int",
+)
+SANDBOX_OPTIONS = (SANDBOX, SANDBOX_PIDS, SANDBOX_MAX_FILE, SANDBOX_MEMORY, SANDBOX_CPU)
+
+NOBODY = 65534
+SYSTEM_DIRS = ("/usr", "/etc", "/opt")
+# Links to /usr on merged-/usr systems, folders elsewhere.
+ROOT_LINKS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+CUDA_VARS = ("CUDA_HOME", "CUDA_PATH", "CUDA_ROOT")
+# Runs ``sh -c "$1"`` and writes "START END STATUS" to descriptor $2, which sh does not get;
+# bash's own messages ("Segmentation fault") go to /dev/null, the command's stderr to the
+# caller's. Everything else in the sandbox dies before the line is written (module docstring).
+CLOCK = (
+    'c=$2; exec {err}>&2 2>/dev/null; s=$EPOCHREALTIME; sh -c "$1" 2>&$err {err}>&- {c}>&-; r=$?; '
+    'e=$EPOCHREALTIME; kill -9 -1; echo "$s $e $r" >&$c; exit $r'
+)
+# The same clock for an unconfined command, so that timings read alike with and without the
+# sandbox. There is no namespace to empty (``kill -1`` would reach the caller's processes): the
+# runner kills the command's leftovers itself, and a forged extra line only costs the command.
+# ``sh`` dies with the clock, as the clock dies with the harness (PR_SET_PDEATHSIG both).
+CLOCK_UNCONFINED = CLOCK.replace("kill -9 -1; ", "").replace('sh -c "$1"', 'setpriv --pdeathsig KILL sh -c "$1"')
+CLOCK_LINE = re.compile(rb"(\d+)\.(\d{6}) (\d+)\.(\d{6}) (\d+)\n")
+
+
+@dataclasses.dataclass(frozen=True)
+class Limits:
+    pids: int
+    max_file: int
+    memory: int | None
+    cpu: int | None
+
+    @classmethod
+    def of(cls, settings: Settings) -> Limits:
+        return cls(settings[SANDBOX_PIDS], settings[SANDBOX_MAX_FILE], settings[SANDBOX_MEMORY], settings[SANDBOX_CPU])
+
+    def prlimit(self) -> list[str]:
+        argv = ["prlimit", f"--nproc={self.pids}", "--core=0", f"--fsize={self.max_file}"]
+        argv += [f"--as={self.memory}"] if self.memory else []
+        argv += [f"--cpu={self.cpu}"] if self.cpu else []
+        return [*argv, "--"]
+
+
+def _under(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
+
+
+class Mounts:
+    """bwrap's folder arguments, in order: parents made (0755: bwrap would make them 0700,
+    closed to nobody) before what is bound in them."""
+
+    def __init__(self, bound: Iterable[str] = (), made: Iterable[str] = (), masked: Iterable[str] = ()) -> None:
+        self.argv: list[str] = []
+        self.bound = list(bound)  # host folders (and links): what lies under them exists
+        self.made = list(made)  # empty folders of the sandbox
+        self.masked = list(masked)  # empty folders over host ones
+
+    def _exists(self, folder: str) -> bool:
+        if folder in self.made or folder in self.masked:
+            return True
+        if any(_under(folder, mask) for mask in self.masked):
+            return False
+        return any(_under(folder, done) for done in self.bound)
+
+    def _parents(self, dest: str) -> None:
+        parts = Path(dest).parts
+        for depth in range(2, len(parts)):
+            parent = str(Path(*parts[:depth]))
+            if not self._exists(parent):
+                self.argv += ["--perms", "0755", "--dir", parent]
+                self.made.append(parent)
+
+    def bind(self, source: str, dest: str, *, writable: bool = False) -> None:
+        self._parents(dest)
+        self.argv += ["--bind" if writable else "--ro-bind", source, dest]
+        self.bound.append(dest)
+
+    def link(self, target: str, dest: str) -> None:
+        self.argv += ["--symlink", target, dest]
+        self.bound.append(dest)
+
+    def mask(self, path: str) -> None:
+        """An empty folder (or file) over ``path``, where a bound folder holds it."""
+        if any(_under(path, done) for done in self.bound) and os.path.lexists(path):
+            if os.path.isdir(path) and not os.path.islink(path):
+                self.argv += ["--tmpfs", path]
+                self.masked.append(path)
+            else:
+                self.argv += ["--ro-bind", "/dev/null", path]
+
+
+def _tool_folders() -> list[str]:
+    """The folders commands find programs in: the Python running us, PATH, the CUDA toolkit."""
+    python = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix]
+    python.append(str(Path(os.path.realpath(sys.executable)).parent.parent))
+    path = [entry for entry in os.environ.get("PATH", "").split(":") if entry.startswith("/")]
+    # A tool manager (pyenv, cargo) finds its programs through shims that run its own scripts:
+    # its whole folder, the parent of bin/ or shims/ (never a home itself: see base_mounts).
+    path += [str(Path(entry).parent) for entry in path if Path(entry).name in ("bin", "shims") and entry.count("/") > 1]
+    cuda = [os.environ[name] for name in CUDA_VARS if os.environ.get(name, "").startswith("/")]
+    return [*python, *path, *cuda]
+
+
+def base_mounts(settings: Settings, run_dir: Path | None) -> Mounts:
+    """The folders every command sees (read-only), and the masks over what it must not see."""
+    mounts = Mounts()
+    for folder in SYSTEM_DIRS:
+        if os.path.isdir(folder):
+            mounts.bind(folder, folder)
+    for entry in ROOT_LINKS:
+        if os.path.islink(entry):
+            mounts.link(os.readlink(entry), entry)
+        elif os.path.isdir(entry):
+            mounts.bind(entry, entry)
+    # $HOME may be a test's; the account's own home stays out too.
+    homes = {os.path.realpath(os.path.expanduser("~")), os.path.realpath(pwd.getpwuid(os.getuid()).pw_dir)}
+    given = [settings[CACHE_DIR], settings[DATASET], settings[SOLUTIONS], str(run_dir) if run_dir else None]
+    hidden = [os.path.realpath(path) for path in (*given, str(Path(__file__).parents[1])) if path]
+    for folder in sorted({os.path.realpath(path) for path in _tool_folders() if os.path.isdir(path)}):
+        # The caller's home stays out (a program's folder in it, a pyenv or a venv, is bound on
+        # its own), and so do the cache, the dataset and the run folder, except the Python we run on.
+        mine = folder in (os.path.realpath(p) for p in (sys.prefix, sys.base_prefix))
+        if mine or (folder not in homes and not any(_under(folder, private) for private in hidden)):
+            if not any(_under(folder, done) for done in mounts.bound):
+                mounts.bind(folder, folder)
+    for path in (*homes, *hidden):
+        mounts.mask(path)
+    return mounts
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    """How commands start: the fixed head of bwrap's arguments and the chain inside."""
+
+    head: tuple[str, ...]
+    chain: tuple[str, ...]
+    mounts_made: tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]  # bound, made, masked
+    clocked: bool
+    user: int | None  # the uid the workspace is handed to (a root caller), else None
+
+    def argv(self, command: str, cwd: Path, clock_fd: int, extra: Mounts) -> list[str]:
+        tail = [command, str(clock_fd)] if self.clocked else ["sh", "-c", command]
+        return [*self.head, *extra.argv, "--chdir", str(cwd), "--", *self.chain, *tail]
+
+    def mounts(self, cwd: Path, toolchain: str | None, shared: Mapping[Path, bool]) -> Mounts:
+        """The command's own folders, bound after (over) the base ones."""
+        mounts = Mounts(*self.mounts_made)
+        for path, writable in sorted(shared.items()):
+            mounts.bind(os.path.realpath(path), str(path), writable=writable)
+        if toolchain and os.path.isdir(toolchain):
+            mounts.bind(os.path.realpath(toolchain), toolchain)
+        mounts.bind(os.path.realpath(cwd), str(cwd), writable=True)
+        return mounts
+
+
+def plan(settings: Settings, bwrap: str, run_dir: Path | None = None) -> Plan:
+    """The sandbox of this process's commands (built once); ``run_dir`` (its workspaces) is hidden."""
+    mounts = base_mounts(settings, run_dir)
+    mounts.made += ["/proc", "/dev", "/tmp"]
+    head = [bwrap, "--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
+    head += ["--hostname", "codebench", "--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/tmp"]
+    head += mounts.argv
+    root = os.getuid() == 0
+    chain: list[str] = []
+    if root:
+        # bwrap runs as root (it must reach root's folders); the command as nobody, in a user
+        # namespace of its own so that its process limit counts its own processes only.
+        chain += ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--no-new-privs"]
+        chain += ["--inh-caps=-all", "--bounding-set=-all", "--", "unshare", "--user", "--map-current-user", "--"]
+    chain += Limits.of(settings).prlimit()
+    bash = shutil.which("bash")
+    clocked = bash is not None
+    if clocked:
+        chain += ["bash", "--noprofile", "--norc", "-c", CLOCK, "clock"]
+    return Plan(
+        tuple(head),
+        tuple(chain),
+        (tuple(mounts.bound), tuple(mounts.made), tuple(mounts.masked)),
+        clocked,
+        NOBODY if root else None,
+    )
+
+
+def network_args(network: bool) -> list[str]:
+    return [] if network else ["--unshare-net"]
+
+
+def gpu_args(gpu: str | None) -> list[str]:
+    """The NVIDIA device nodes and /sys (read-only), which the driver library reads."""
+    if gpu is None:
+        return []
+    args = ["--ro-bind", "/sys", "/sys"]
+    for name in sorted(os.listdir("/dev")):
+        if name.startswith("nvidia"):
+            args += ["--dev-bind", f"/dev/{name}", f"/dev/{name}"]
+    return args
+
+
+def hand_over(folder: Path, uid: int) -> None:
+    """Make ``folder`` and everything in it ``uid``'s (never through a link; a file with other
+    hard links stays as it is, it may be one the harness did not make)."""
+    try:
+        if os.lstat(folder).st_uid != uid:
+            os.chown(folder, uid, uid, follow_symlinks=False)
+        for fd, name, info in entries(folder, strict=False):
+            if info.st_uid != uid and (stat.S_ISDIR(info.st_mode) or info.st_nlink == 1):
+                os.chown(name, uid, uid, dir_fd=fd, follow_symlinks=False)
+    except FileNotFoundError:
+        pass
+
+
+def inner_seconds(clock: bytes, exit_code: int, outer: float) -> float | None:
+    """The command's own time from the clock line, or None where the line cannot be trusted."""
+    match = CLOCK_LINE.fullmatch(clock)
+    if match is None or int(match.group(5)) != exit_code:
+        return None
+    start = int(match.group(1)) * 1_000_000 + int(match.group(2))
+    end = int(match.group(3)) * 1_000_000 + int(match.group(4))
+    seconds = (end - start) / 1e6
+    return seconds if 0 <= seconds <= outer else None
+
+
+def read_clock(fd: int) -> bytes:
+    """What the clock pipe holds once every writer is gone (a little more than a line's worth)."""
+    os.set_blocking(fd, False)
+    try:
+        return os.read(fd, 256)
+    except BlockingIOError:
+        return b""
+
+
+def probe(sandbox_plan: Plan) -> str | None:
+    """Why this machine cannot run the sandbox (None when it can): the real chain, once."""
+    folder = Path(tempfile.mkdtemp(prefix="codebench-sandbox-probe-"))
+    read, write = os.pipe()
+    try:
+        if sandbox_plan.user is not None:
+            hand_over(folder, sandbox_plan.user)
+        argv = sandbox_plan.argv("true", folder, write, sandbox_plan.mounts(folder, None, {}))
+        argv[1:1] = network_args(False)
+        try:
+            result = subprocess.run(
+                argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=60, pass_fds=(write,), cwd=folder
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return f"{argv[0]} could not run: {exc}"
+        os.close(write)
+        write = -1
+        if result.returncode != 0:
+            output = (result.stdout + result.stderr).decode(errors="replace").strip()[-500:]
+            return f"a sandbox failed to start (exit {result.returncode}): {output}"
+        if sandbox_plan.clocked and inner_seconds(read_clock(read), 0, float("inf")) is None:
+            return "the clock inside the sandbox wrote no time"
+        return None
+    finally:
+        os.close(read)
+        if write >= 0:
+            os.close(write)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def missing_tools(root: bool) -> list[str]:
+    tools = ["bwrap", "prlimit", *(["setpriv", "unshare"] if root else [])]
+    return [tool for tool in tools if shutil.which(tool) is None]
+
+
+def version(bwrap: str) -> str:
+    try:
+        return subprocess.run([bwrap, "--version"], capture_output=True, text=True, timeout=30).stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        return "bwrap"
+
+
+def signal_exit(code: int) -> int:
+    """A shell's 128+N for a command killed by signal N, as a negative code like Popen's."""
+    return -(code - 128) if 128 < code < 160 else code
+
+
+def describe_limits(settings: Settings) -> Iterable[str]:
+    limits = Limits.of(settings)
+    yield f"{limits.pids} processes"
+    yield f"files up to {limits.max_file} bytes"
+    if limits.memory:
+        yield f"address space {limits.memory} bytes"
+    if limits.cpu:
+        yield f"{limits.cpu} CPU seconds"
