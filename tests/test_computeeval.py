@@ -160,7 +160,7 @@ def test_secrets_never_reach_untrusted_code(pytester, codebench, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-should-not-leak")
     monkeypatch.setenv("GITHUB_TOKEN", "ghp-should-not-leak")
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
-    show = 'env; test -z "$GITHUB_TOKEN$OPENAI_API_KEY" && test -n "$CUDA_VISIBLE_DEVICES"'
+    show = 'env; test -z "$GITHUB_TOKEN$OPENAI_API_KEY" && test -n "$CUDA_VISIBLE_DEVICES" && ./test.out'
     run = codebench(*write(pytester, [packs.problem("T/1", test_command=show)]), FORCE, "--codebench-keep-workspaces")
     assert run.outcome("T/1[0]") == "passed"
     logs = list(pytester.path.glob(".codebench/runs/*/logs/T_1_0/test.log"))

@@ -68,6 +68,10 @@ def test_the_gpu_is_probed_once_per_run_across_workers(pytester: pytest.Pytester
     assert len((pytester.path / "probes.log").read_text().splitlines()) == 1
 
 
+# The commands below log to one file outside their workspaces, which the local sandbox forbids.
+SHARED_LOG = ("--codebench-sandbox", "none")
+
+
 def timed(log: Path) -> str:
     """A command that logs when it starts and ends, 0.3 s apart."""
     return f"echo $(date +%s%N) start >> {log}; sleep 0.3; echo $(date +%s%N) end >> {log}"
@@ -81,16 +85,18 @@ def in_time_order(log: Path) -> list[str]:
 def test_tests_take_the_gpu_one_at_a_time(pytester: pytest.Pytester, codebench: Codebench) -> None:
     pytester.makeconftest(FAKE_GPU)
     log = pytester.path / "gpu.log"
-    problems = [packs.problem(f"T/{i}", test_command=timed(log)) for i in range(4)]
-    run = codebench(*dataset(pytester, *problems))
+    problems = [packs.problem(f"T/{i}", test_command=f"{timed(log)} && ./test.out") for i in range(4)]
+    run = codebench(*dataset(pytester, *problems), *SHARED_LOG)
     run.result.assert_outcomes(passed=4)
     assert in_time_order(log) == ["start", "end"] * 4  # never two tests on the GPU at once
 
 
 def test_build_jobs_bounds_concurrent_builds(pytester: pytest.Pytester, codebench: Codebench) -> None:
     log = pytester.path / "build.log"
-    problems = [packs.problem(f"T/{i}", build_command=timed(log), test_command="true") for i in range(4)]
-    run = codebench(*dataset(pytester, *problems), "--codebench-build-jobs", "1", "--codebench-run-without-gpu")
+    build = f"{timed(log)} && {packs.problem('T')['build_command']}"
+    problems = [packs.problem(f"T/{i}", build_command=build) for i in range(4)]
+    args = ("--codebench-build-jobs", "1", "--codebench-run-without-gpu", *SHARED_LOG)
+    run = codebench(*dataset(pytester, *problems), *args)
     run.result.assert_outcomes(passed=4)
     assert in_time_order(log) == ["start", "end"] * 4
 

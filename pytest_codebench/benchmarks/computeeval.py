@@ -28,14 +28,23 @@ from ..once import SlotPool
 from ..options import BUILD_JOBS, CACHE_DIR, KEEP_WORKSPACES, SOLUTIONS, K, bool_option
 from ..records import archive_members, is_archive, read_jsonl, sha256_file
 from ..reporting import ItemResult, Summary
-from ..runners import Gpu, GpuProbe, Runner
+from ..runners import Gpu, GpuProbe, Runner, RunResult
 from ..sourcecode import missing_references
 from ..verdict import Outcome, Status, Verdict
 from ..workspace import UnsafePath, guarded_paths, normalise, write_file
-from . import computeeval_releases
+from . import computeeval_guard, computeeval_releases
+from .computeeval_headers import system_headers
 from .computeeval_records import Problem, check_problem, check_solution, hash_mismatch, read_metadata, solution_files
 from .computeeval_reference import ReferenceCache, reference_key
-from .computeeval_rules import judge_test, linked_libraries, machine_cannot_grade, unmet_requirement
+from .computeeval_rules import (
+    SKIP_KIND,
+    honour_skip,
+    judge_test,
+    linked_libraries,
+    machine_cannot_grade,
+    shadowed_header,
+    unmet_requirement,
+)
 
 DEFAULT_TIMEOUT = 60.0
 MACHINE_KEY = "computeeval-machine"
@@ -56,6 +65,7 @@ class ComputeEval(Benchmark):
     def __init__(self, context: RunContext) -> None:
         super().__init__(context)
         self._machine: cuda.Machine | None = None
+        self._system_headers: frozenset[str] | None = None
 
     # -- loading --------------------------------------------------------------------------------
 
@@ -68,7 +78,10 @@ class ComputeEval(Benchmark):
         path = self.dataset_path()
         problems, release, broken = self._read_problems(path)
         cases = join_samples(
-            list(problems), self._samples(problems), lambda sample, number: self._case(problems, sample, number)
+            list(problems),
+            self._samples(problems),
+            lambda sample, number: self._case(problems, sample, number),
+            self.settings[SOLUTIONS] or "the baseline solutions",
         )
         return Dataset(str(path), sha256_file(path), release, broken + cases)
 
@@ -162,8 +175,8 @@ class ComputeEval(Benchmark):
     # -- workspace ------------------------------------------------------------------------------
 
     def prepare(self, case: Case, workspace: Path) -> str | None:
-        """Context files, then the solution's files, then the held-out tests, written last
-        so that nothing the solution names can replace them."""
+        """Context files, then the solution's files, then the held-out tests, written last;
+        no solution file may replace a context or test file."""
         record, label = case.record, f"task {case.task_id}"
         try:
             context = [(normalise(f["path"]), f["content"]) for f in record.get("context_files") or ()]
@@ -175,7 +188,7 @@ class ComputeEval(Benchmark):
         rejected = None
         files = (case.solution or {}).get("files", [])
         try:
-            paths = guarded_paths([f["path"] for f in files], [path for path, _ in tests])
+            paths = guarded_paths([f["path"] for f in files], [p for p, _ in tests], [p for p, _ in context])
             for path, entry in zip(paths, files, strict=True):
                 write_file(workspace, path, entry["content"])
         except UnsafePath as exc:
@@ -197,13 +210,25 @@ class ComputeEval(Benchmark):
             raise DatasetError(f"task {case.task_id}", str(exc), field="source_references") from None
         if missing:
             return grading.verdict(Outcome.MISSING_API, "; ".join(missing))
+        shadow = self._shadowing(grading)
+        if shadow is not None:
+            return grading.verdict(Outcome.INVALID_SOLUTION, f"solution file {shadow}")
         unmet = unmet_requirement(case.record, self.machine(runner), self._linkable(runner, case.record))
         if unmet is not None:
-            return grading.verdict(Outcome.SKIPPED, unmet)
+            return grading.verdict(Outcome.SKIPPED, unmet, excused=True)
         verdict = self._build_and_test(grading)
-        if verdict.outcome.status is Status.FAILED:
-            verdict = self._unless_the_reference_fails(grading, verdict)
+        if verdict.outcome.status is Status.FAILED or SKIP_KIND in verdict.figures:
+            verdict = self._against_the_reference(grading, verdict)
         return verdict
+
+    def _shadowing(self, grading: Grading) -> str | None:
+        """Why a solution file would replace a system or toolkit header (see shadowed_header)."""
+        record = grading.case.record
+        problem = [normalise(f["path"]) for f in [*(record.get("context_files") or ()), *record["test_files"]]]
+        paths = [normalise(f["path"]) for f in (grading.case.solution or {}).get("files", [])]
+        if self._system_headers is None:
+            self._system_headers = system_headers(self.context, grading.runner)
+        return shadowed_header(paths, self._system_headers, problem)
 
     def _build_and_test(self, grading: Grading) -> Verdict:
         """Build, then test where a GPU allows."""
@@ -221,25 +246,48 @@ class ComputeEval(Benchmark):
         if not gpus and not self.settings[RUN_WITHOUT_GPU]:
             built = f"build ok in {grading.figures['build_seconds']:.1f} s" if build else "nothing to build"
             return grading.verdict(
-                Outcome.SKIPPED, f"no usable CUDA GPU; {built} ({probe.get('error') or 'none found'})"
+                Outcome.SKIPPED, f"no usable CUDA GPU; {built} ({probe.get('error') or 'none found'})", excused=True
             )
         with self._gpu(gpus, wait) as gpu:
-            result = grading.run("test", record["test_command"], timeout=timeout, gpu=gpu)
-        judged = judge_test(result, bool(gpus), timeout)
+            result, proof = self._test(grading, record["test_command"], timeout=timeout, gpu=gpu)
+        judged = judge_test(result, bool(gpus), timeout, proof)
         return grading.conclude(judged)
 
-    def _unless_the_reference_fails(self, grading: Grading, verdict: Verdict) -> Verdict:
-        """The model's failure, unless the problem's own reference fails here too: then this
-        machine cannot grade the problem, and the item is skipped with the reference's error."""
+    def _test(
+        self, grading: Grading, command: str, *, timeout: float, gpu: str | None
+    ) -> tuple[RunResult, list[computeeval_guard.GuardRecord] | None]:
+        """The test command under the main guard, and what the guard recorded (None for Python
+        problems: their tests run in the interpreter, which the guard does not vouch for)."""
+        if grading.case.record.get("type") == "cuda_python":
+            return grading.run("test", command, timeout=timeout, gpu=gpu), None
+        guard = computeeval_guard.build(self.context, grading.runner)
+        guarded = computeeval_guard.wrap(command, guard, grading.workspace)
+        raw = grading.runner.run(
+            guarded.command, cwd=grading.workspace, timeout=timeout, gpu=gpu, env=guarded.env, shared=guarded.shared
+        )
+        records, result = computeeval_guard.read_records(raw, guarded, command)
+        grading.log("test", result)
+        grading.figures["test_seconds"] = round(result.seconds, 3)
+        return result, records
+
+    def _against_the_reference(self, grading: Grading, verdict: Verdict) -> Verdict:
+        """A failure or a skip, weighed against the problem's own reference on this machine.
+        A failure is the model's, unless the reference fails here too: then this machine
+        cannot grade the problem (skipped, excused). A skip is the machine's only when the
+        reference skips the same way; otherwise the solution made the test skip (failed)."""
         case, runner = grading.case, grading.runner
         baseline = case.record.get("baseline_solution")
-        if not isinstance(baseline, dict):
+        reference: Verdict | None = None
+        if isinstance(baseline, dict):
+            key = reference_key(case.record, self.machine(runner), runner.fingerprint())
+            if solution_files(baseline) == solution_files(case.solution):
+                reference = self._references.outcome(key, lambda: verdict)  # this item is the reference
+            else:
+                reference = self._references.outcome(key, lambda: self._run_reference(grading, baseline))
+        if SKIP_KIND in verdict.figures:
+            return grading.conclude(honour_skip(case.task_id, verdict, reference))
+        if reference is None:
             return verdict  # nothing to tell the machine's fault from the model's
-        key = reference_key(case.record, self.machine(runner), runner.fingerprint())
-        if solution_files(baseline) == solution_files(case.solution):
-            reference = self._references.outcome(key, lambda: verdict)  # this item is the reference
-        else:
-            reference = self._references.outcome(key, lambda: self._run_reference(grading, baseline))
         cannot = machine_cannot_grade(case.task_id, reference)
         if cannot is None:
             return verdict

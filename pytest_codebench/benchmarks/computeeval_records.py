@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import DatasetError
-from ..records import Line, file_list, optional, require
+from ..records import Line, file_list, optional, require, seconds, version
 
 
 @dataclasses.dataclass(frozen=True)
@@ -32,8 +32,10 @@ def check_problem(line: Line, label: str) -> None:
     require(record, "task_id", str, label, number)
     require(record, "test_command", str, label, number)
     optional(record, "build_command", str, label, number)
-    optional(record, "timeout_seconds", (int, float), label, number)
-    for field in ("min_cuda_toolkit", "compute_capability", "group", "type"):
+    seconds(record, "timeout_seconds", label, number)
+    for field in ("min_cuda_toolkit", "compute_capability"):
+        version(record, field, label, number)
+    for field in ("group", "type"):
         optional(record, field, str, label, number)
     file_list(record, "test_files", label, number)
     if record.get("context_files") is not None:

@@ -18,9 +18,11 @@ from filelock import FileLock
 
 from ..cuda import Machine
 from ..verdict import Outcome, Verdict
+from .computeeval_rules import SKIP_KIND
 
-# Bumped when what a stored answer means changes, so older answers are not trusted.
-FORMAT = 1
+# Bumped when what a stored answer means changes, so older answers are not trusted
+# (2: tests run under the main guard, and a skip records how it skipped).
+FORMAT = 2
 
 
 class StoredReference(TypedDict):
@@ -31,6 +33,8 @@ class StoredReference(TypedDict):
     reason: str
     output_tail: str
     """The tail of the failing command's output, where the first error line is found."""
+    skip: str
+    """How its test said it could not judge here (no GPU, exit 200, a SKIP line), else ""."""
 
 
 def reference_key(record: Mapping[str, Any], machine: Machine, runner: str) -> str:
@@ -62,9 +66,17 @@ class ReferenceCache:
         with FileLock(str(path) + ".lock"):
             if path.exists():
                 stored: StoredReference = json.loads(path.read_text())
-                return Verdict(Outcome(stored["outcome"]), stored["reason"], output_tail=stored["output_tail"])
+                figures: dict[str, float | str] = {SKIP_KIND: stored["skip"]} if stored["skip"] else {}
+                return Verdict(
+                    Outcome(stored["outcome"]), stored["reason"], output_tail=stored["output_tail"], figures=figures
+                )
             verdict = run()
-            stored = {"outcome": verdict.outcome.value, "reason": verdict.reason, "output_tail": verdict.output_tail}
+            stored = {
+                "outcome": verdict.outcome.value,
+                "reason": verdict.reason,
+                "output_tail": verdict.output_tail,
+                "skip": str(verdict.figures.get(SKIP_KIND, "")),
+            }
             partial = path.with_suffix(f".{os.getpid()}.tmp")
             partial.write_text(json.dumps(stored))
             partial.replace(path)
