@@ -42,17 +42,35 @@ class Sample:
     error: str | None = None
 
 
-def join_samples(tasks: Sequence[str], samples: Iterable[Sample], case: Callable[[Sample, int], Case]) -> list[Case]:
+def join_samples(
+    tasks: Sequence[str], samples: Iterable[Sample], case: Callable[[Sample, int], Case], source: str = "the solutions"
+) -> list[Case]:
     """The one way tasks meet samples: each task's samples numbered from 0 in the order given,
     made into cases by ``case(sample, number)``, in the order of ``tasks`` (samples of tasks
-    not among them last, in the order given)."""
+    not among them last, in the order given, with an empty ``task_id``: they answer no
+    problem of the dataset, and error).
+
+    Every task is in the score: one the samples (read from ``source``) never answer gets a
+    case of its own that fails as ``missing_solution``, so that leaving out the hard problems
+    cannot raise it. A sample that cannot be read for a task of ``tasks`` is the model's
+    error (:attr:`Case.answer_error`), not the dataset's."""
     order = {task_id: index for index, task_id in enumerate(tasks)}
     numbers: dict[str, int] = {}
     cases = []
     for sample in samples:
         number = numbers.get(sample.task_id, 0)
         numbers[sample.task_id] = number + 1
-        cases.append(case(sample, number))
+        made = case(sample, number)
+        if sample.task_id not in order:
+            made = dataclasses.replace(made, task_id="")  # answers no problem: in no problem's score
+        elif sample.error is not None and made.error == sample.error:
+            made = dataclasses.replace(made, answer_error=True)
+        cases.append(made)
+    for task_id in tasks:
+        if task_id not in numbers:
+            why = f"no solution for task {task_id} in {source}"
+            made = case(Sample(task_id, {}, 1), 0)
+            cases.append(dataclasses.replace(made, solution=None, missing=why, line=0))
     # sorted() is stable: an unknown task's samples keep their order.
     return sorted(cases, key=lambda made: order.get(made.task_id, len(order)))
 

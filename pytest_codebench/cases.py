@@ -24,6 +24,12 @@ class Case:
     timeout: float | None = None
     error: str | None = None
     line: int = 0  # where the sample's record starts in its file (0-based), for reports
+    #: Why there is no answer to grade (the solutions name none for the task): the item
+    #: fails as ``missing_solution``; the problem stays in the score.
+    missing: str | None = None
+    #: ``error`` is the model's answer's (a malformed sample of a task of the dataset), not
+    #: the dataset's: the item still errors, and counts as failed.
+    answer_error: bool = False
 
 
 @dataclasses.dataclass(frozen=True)

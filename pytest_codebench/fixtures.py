@@ -14,9 +14,10 @@ import pytest
 
 from .cases import Case
 from .checkout import Mirror, resolve_url
+from .cleanup import remove_tree
 from .context import SETTINGS_KEY, RunContext, slug
 from .errors import DatasetError, HarnessError
-from .grading import VERDICT_KEY, Grading
+from .grading import EXPOSURE_KEY, VERDICT_KEY, Exposure, Grading
 from .once import SlotPool
 from .options import BENCHMARK, CACHE_DIR, KEEP_WORKSPACES, REPO
 from .runners import GpuProbe, Runner, RunResult
@@ -45,14 +46,33 @@ def _session(request: pytest.FixtureRequest) -> CodebenchSession:
     return session
 
 
-def _harness(step: Callable[[], T]) -> T:
+def _harness(step: Callable[[], T], exposure: Exposure | None = None) -> T:
     """``step()``; bad data or harness trouble fails the fixture (an error of the item) with
-    the message alone: it is about the data or the machine, not about this code."""
+    the message alone: it is about the data or the machine, not about this code.
+
+    Given the item's ``exposure``, it is marked as handling the model's answer while ``step``
+    runs: trouble the harness names (these two errors) is the machine's unless the model's
+    code ran before it; anything else (an unexpected exception, a timeout) may be the answer's
+    doing and leaves the mark, so that the item counts as failed."""
+    if exposure is not None:
+        exposure.handling = True
     try:
-        return step()
+        done = step()
     except (DatasetError, HarnessError) as exc:
         message = f"harness error: {exc}"
+    else:
+        if exposure is not None:
+            exposure.handling = False
+        return done
+    if exposure is not None:
+        exposure.handling = False
     pytest.fail(message, pytrace=False)
+
+
+def _exposure(request: pytest.FixtureRequest) -> Exposure:
+    """The item's :class:`Exposure`, which the session reads when it concludes the item."""
+    stash: pytest.Stash = request.node.stash
+    return stash.setdefault(EXPOSURE_KEY, Exposure())
 
 
 @pytest.fixture
@@ -63,6 +83,7 @@ def codebench_case(request: pytest.FixtureRequest) -> Case:
     if case is None:
         pytest.fail("codebench_case is only available to codebench items", pytrace=False)
     if case.error is not None:
+        _exposure(request).answer_error = case.answer_error
         pytest.fail(case.error, pytrace=False)
     return case
 
@@ -87,29 +108,33 @@ def codebench_workspace(request: pytest.FixtureRequest, codebench_case: Case) ->
     unless ``--codebench-keep-workspaces``."""
     session = _session(request)
     path = session.context.run_dir / "work" / slug(codebench_case.id)
-    shutil.rmtree(path, ignore_errors=True)  # a re-run of the same item (--lf, reruns) starts clean
+    remove_tree(path)  # a re-run of the same item (--lf, reruns) starts clean; any depth, links unfollowed
     path.mkdir(parents=True)
-    rejected = _harness(lambda: session.benchmark.prepare(codebench_case, path))
+    rejected = None
+    if codebench_case.missing is None:  # nothing to write for a task the model never answered
+        rejected = _harness(lambda: session.benchmark.prepare(codebench_case, path), _exposure(request))
     yield Workspace(path, rejected)
     if not session.settings[KEEP_WORKSPACES]:
-        shutil.rmtree(path, ignore_errors=True)
+        remove_tree(path)
 
 
 @pytest.fixture
-def codebench_verdict(
-    request: pytest.FixtureRequest,
-    codebench_case: Case,
-    codebench_workspace: Workspace,
-    codebench_runner: Runner,
-) -> Verdict:
+def codebench_verdict(request: pytest.FixtureRequest, codebench_case: Case, codebench_workspace: Workspace) -> Verdict:
     """The grade of this item. It is computed during setup, so that harness trouble (an
-    ``error`` verdict) is reported as an error and never as a failure of the model."""
+    ``error`` verdict) is reported as an error and never as a failure of the model. A task
+    the solutions never answer fails as ``missing_solution``, on any machine."""
     session = _session(request)
-    if codebench_workspace.rejected is not None:
+    if codebench_case.missing is not None:
+        verdict = Verdict(Outcome.MISSING_SOLUTION, codebench_case.missing)
+    elif codebench_workspace.rejected is not None:
         verdict = Verdict(Outcome.INVALID_SOLUTION, codebench_workspace.rejected)
     else:
-        grading = Grading(session.context, codebench_case, codebench_workspace.path, codebench_runner)
-        verdict = _harness(lambda: session.benchmark.grade(grading))
+        # Asked here, not as a parameter: a missing answer fails without a runner.
+        runner: Runner = request.getfixturevalue("codebench_runner")
+        grading = Grading(session.context, codebench_case, codebench_workspace.path, runner)
+        exposure = _exposure(request)
+        exposure.grading = grading
+        verdict = _harness(lambda: session.benchmark.grade(grading), exposure)
     request.node.stash[VERDICT_KEY] = verdict
     if verdict.outcome is Outcome.ERROR:
         pytest.fail(verdict.describe(), pytrace=False)

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 
 from .cases import Case
 from .context import RunContext, slug
+from .options import CACHE_DIR
 from .runners import Runner, RunResult
 from .verdict import Outcome, Verdict
 
@@ -51,6 +52,25 @@ class Grading:
     prefix: str = ""
     figures: dict[str, float | str] = dataclasses.field(default_factory=dict)
     logs: dict[str, str] = dataclasses.field(default_factory=dict)
+    #: Whether a command ran where the model's code lives (see :meth:`model_place`): from
+    #: then on a skip or an error may be the model's doing, unless the verdict is excused.
+    model_ran: bool = dataclasses.field(default=False, init=False)
+
+    def __post_init__(self) -> None:
+        # Every command of the item goes through this runner, the benchmark's own helpers
+        # included (PIE's sandbox runs programs in a folder of its own), so it is here that
+        # the grading learns the model's code ran: no benchmark has to remember to say so.
+        self.runner = cast(Runner, _Watched(self.runner, self))
+
+    def model_place(self, cwd: Path) -> bool:
+        """Whether a command run in ``cwd`` may run the model's code: anywhere but the places
+        the harness keeps for itself (the run's folder and the machine's cache, where probes,
+        references and shared environments run), the item's own workspace always."""
+        where = Path(cwd).resolve()
+        if where.is_relative_to(self.workspace.resolve()):
+            return True
+        harness = (self.context.run_dir, Path(self.context.settings[CACHE_DIR]))
+        return not any(where.is_relative_to(Path(place).resolve()) for place in harness)
 
     def run(self, phase: str, command: str, *, timeout: float, **how: Unpack[RunHow]) -> RunResult:
         """``command`` in the workspace; its output is logged and its seconds recorded."""
@@ -93,3 +113,41 @@ class Grading:
         if not result.ok:
             return self.verdict(step.failed, f"{step.phase} failed", result)
         return None
+
+
+class _Watched:
+    """An item's runner as its grading hands it out: the same runner, noting in the grading
+    when a command runs where the model's code lives (before it runs: one that dies half way
+    may have acted)."""
+
+    def __init__(self, runner: Runner, grading: Grading) -> None:
+        self._runner = runner
+        self._grading = grading
+
+    def run(self, command: str, *, cwd: Path, timeout: float, **how: Unpack[RunHow]) -> RunResult:
+        if self._grading.model_place(cwd):
+            self._grading.model_ran = True
+        return self._runner.run(command, cwd=cwd, timeout=timeout, **how)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._runner, name)
+
+
+@dataclasses.dataclass
+class Exposure:
+    """How far an item got in handing the model's answer to the harness: what tells, when it
+    ends in a skip or an error, the machine's doing from the model's."""
+
+    #: The case's own error is the model's (a malformed answer), not the dataset's.
+    answer_error: bool = False
+    #: The harness was writing or grading the answer when it stopped, without saying why
+    #: (an unexpected exception, a timeout): the answer may have made it stop.
+    handling: bool = False
+    grading: Grading | None = None
+
+    @property
+    def model_acted(self) -> bool:
+        return self.answer_error or self.handling or (self.grading is not None and self.grading.model_ran)
+
+
+EXPOSURE_KEY = pytest.StashKey[Exposure]()

@@ -140,13 +140,28 @@ RUNNER = Option("runner", "Where commands run.", "local", str, "NAME")
 K: Option[list[int]] = Option(
     "k", "The k values of pass@k to report, comma separated.", [1], int_list, "K[,K...]", ini_type="args"
 )
+
+
+def percent(text: str) -> float:
+    """A score in percent, 0 to 100: NaN would never be met and 1e9 never reached, silently."""
+    value = float(text)
+    if not 0 <= value <= 100:
+        raise ValueError("expected a percentage from 0 to 100")
+    return value
+
+
 FAIL_UNDER: Option[float | None] = Option(
     "fail-under",
-    "Exit status follows the benchmark's score (in percent) instead of the items.",
+    "Exit status follows the benchmark's score (in percent) instead of the items; any harness error "
+    "fails it too, unless --codebench-allow-errors.",
     None,
-    float,
+    percent,
     "SCORE",
     ini_type="float",
+)
+ALLOW_ERRORS = bool_option(
+    "allow-errors",
+    "Let --codebench-fail-under pass a run in which items ended in a harness error (the score alone decides).",
 )
 REPORT = text_option("report", "Write the results as JSON to this path.", metavar="PATH")
 RUN_DIR = text_option(
@@ -194,6 +209,7 @@ CORE_OPTIONS: tuple[Option[Any], ...] = (
     RUNNER,
     K,
     FAIL_UNDER,
+    ALLOW_ERRORS,
     REPORT,
     RUN_DIR,
     OUTPUT_LIMIT,

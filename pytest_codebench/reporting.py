@@ -35,6 +35,9 @@ class ItemResult(TypedDict):
     figures: dict[str, float | str]
     #: Each phase's whole (capped) output, by file.
     logs: dict[str, str]
+    #: A skip or error that stays out of the score (:meth:`Verdict.leaves_score`): the
+    #: machine's doing. Any other skip or error counts as failed.
+    excused: bool
     dataset_sha256: str | None
     dataset_release: str | None
 
@@ -61,8 +64,9 @@ class RunInfo(TypedDict):
     environment: dict[str, Any]
 
 
-def item_result(nodeid: str, case: Case, dataset: Dataset | None, verdict: Verdict) -> ItemResult:
-    """The record of one item (``dataset`` None: the item never got that far)."""
+def item_result(nodeid: str, case: Case, dataset: Dataset | None, verdict: Verdict, excused: bool) -> ItemResult:
+    """The record of one item (``dataset`` None: the item never got that far); ``excused``:
+    whether its skip or error stays out of the score."""
     return {
         "nodeid": nodeid,
         "id": case.id,
@@ -77,6 +81,7 @@ def item_result(nodeid: str, case: Case, dataset: Dataset | None, verdict: Verdi
         "output_tail": verdict.output_tail,
         "figures": dict(verdict.figures),
         "logs": dict(verdict.logs),
+        "excused": excused and verdict.outcome.status in (Status.SKIPPED, Status.ERROR),
         "dataset_sha256": dataset.sha256 if dataset else None,
         "dataset_release": dataset.release if dataset else None,
     }
@@ -88,7 +93,9 @@ def crash_result(nodeid: str) -> ItemResult:
     task_id, _, sample = item_id.rpartition("[")
     number = sample.rstrip("]")
     case = Case(id=item_id, task_id=task_id or item_id, sample=int(number) if number.isdigit() else 0)
-    return item_result(nodeid, case, None, Verdict(Outcome.ERROR, reason="the xdist worker grading this item crashed"))
+    # Not excused: the item's own code may have killed its worker (a signal to its parent).
+    crashed = Verdict(Outcome.ERROR, reason="the xdist worker grading this item crashed")
+    return item_result(nodeid, case, None, crashed, excused=False)
 
 
 def outcome_of(result: ItemResult) -> Outcome:
@@ -104,6 +111,8 @@ def junit_properties(benchmark: str, result: ItemResult) -> list[tuple[str, obje
         ("category", result["outcome"]),
         ("group", result["group"] or ""),
     ]
+    if result["status"] in (Status.SKIPPED, Status.ERROR):
+        properties.append(("scored", "no (the machine's doing)" if result["excused"] else "yes, as failed"))
     properties += sorted(result["figures"].items())
     properties += [("dataset_sha256", result["dataset_sha256"])]
     if result["dataset_release"]:
@@ -154,9 +163,15 @@ def outcome_lines(results: list[ItemResult]) -> list[str]:
     return lines
 
 
-def graded(result: ItemResult) -> bool:
-    """Whether the item says something about the model (passed or failed, not skipped or error)."""
-    return result["status"] in (Status.PASSED, Status.FAILED)
+def scored(result: ItemResult) -> bool:
+    """Whether the item counts in the score: passed or failed, and any skip or error that is
+    not excused (it counts as failed: the model's code ran, or its answer broke the harness)."""
+    return not result["excused"]
+
+
+def counted_as_failed(result: ItemResult) -> bool:
+    """A skip or an error that counts as a failure of the model."""
+    return scored(result) and result["status"] in (Status.SKIPPED, Status.ERROR)
 
 
 def write_report(path: Path, run: RunInfo, results: list[ItemResult], summary: Summary) -> None:

@@ -11,17 +11,19 @@ import pytest
 
 from .benchmark import Benchmark
 from .context import RunContext
-from .grading import VERDICT_KEY
+from .grading import EXPOSURE_KEY, VERDICT_KEY, Exposure
 from .items import CodebenchItem, DatasetFile, place_skip
-from .options import FAIL_UNDER, REPORT, RUNNER, Settings
+from .options import ALLOW_ERRORS, FAIL_UNDER, REPORT, RUNNER, Settings
 from .reporting import (
     ItemResult,
     RunInfo,
     Summary,
     crash_result,
+    examples,
     item_result,
     junit_properties,
     outcome_lines,
+    outcome_of,
     write_report,
 )
 from .runners import Runner, get_runner_class
@@ -85,7 +87,9 @@ class CodebenchSession:
             # Without a verdict the item never got graded (a bad record, harness trouble, a
             # pytest-timeout backstop): its report says why.
             verdict = item.stash.get(VERDICT_KEY, None) or Verdict(Outcome.ERROR, report.longreprtext.strip())
-            result = item_result(item.nodeid, item.case, item.dataset, verdict)
+            exposure = item.stash.get(EXPOSURE_KEY, None) or Exposure()
+            excused = verdict.leaves_score(exposure.model_acted)
+            result = item_result(item.nodeid, item.case, item.dataset, verdict, excused)
             # Travels to the xdist controller with the report (builtins only).
             report.codebench = result  # type: ignore[attr-defined]
             item.user_properties.extend(junit_properties(self.benchmark.name, result))
@@ -123,11 +127,27 @@ class CodebenchSession:
 
     @property
     def fail_under_met(self) -> bool | None:
-        """Whether the score reaches ``--codebench-fail-under`` (None when not asked)."""
+        """Whether the score reaches ``--codebench-fail-under`` (None when not asked) and, unless
+        ``--codebench-allow-errors``, no item ended in a harness error."""
         bar = self.settings[FAIL_UNDER]
         if bar is None or self.summary is None:
             return None
-        return self.summary.score is not None and self.summary.score >= bar
+        return not self.fail_under_shortfalls(bar)
+
+    def fail_under_shortfalls(self, bar: float) -> list[str]:
+        """Why the run does not meet ``--codebench-fail-under``: nothing when it does."""
+        assert self.summary is not None
+        why = []
+        score = self.summary.score
+        if score is None or score < bar:
+            why.append("no score" if score is None else f"the score is under {bar:g}%")
+        errors = sorted(result["id"] for result in self.results if outcome_of(result) is Outcome.ERROR)
+        if errors and not self.settings[ALLOW_ERRORS]:
+            why.append(
+                f"{len(errors)} item(s) ended in a harness error ({examples(errors)}); "
+                f"{ALLOW_ERRORS.cli} lets the score alone decide"
+            )
+        return why
 
     def pytest_unconfigure(self) -> None:
         if "runner" in self.__dict__:
@@ -141,10 +161,12 @@ class CodebenchSession:
         for line in [*self.summary.lines, *outcome_lines(self.results)]:
             write(line)
         bar = self.settings[FAIL_UNDER]
-        if bar is not None and self.fail_under_met is not None:
+        if bar is not None:
             score = "n/a" if self.summary.score is None else f"{self.summary.score:.2f}%"
-            met = "met" if self.fail_under_met else "NOT met"
-            write(f"fail-under {bar:g}%: score {score}, {met}")
+            shortfalls = self.fail_under_shortfalls(bar)
+            write(f"fail-under {bar:g}%: score {score}, {'NOT met' if shortfalls else 'met'}")
+            if shortfalls:
+                write("fail-under NOT met because " + "; and ".join(shortfalls))
         write(f"logs: {self.context.run_dir / 'logs'}")
         if self.settings[REPORT]:
             write(f"report: {self.settings[REPORT]}")

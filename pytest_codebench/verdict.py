@@ -6,6 +6,8 @@ import dataclasses
 import enum
 from typing import TYPE_CHECKING, Any
 
+from .text import printable
+
 if TYPE_CHECKING:
     from .runners import RunResult
 
@@ -22,10 +24,13 @@ class Status(enum.StrEnum):
 class Outcome(enum.StrEnum):
     """One outcome enum for every benchmark: each member is a category of one pytest status.
 
-    Failures are the model's; ``SKIPPED`` and ``ERROR`` never count against it.
+    Failures are the model's. ``SKIPPED`` and ``ERROR`` count against it too once its code
+    could have acted, unless the verdict is ``excused`` (see :meth:`Verdict.leaves_score`).
     """
 
     PASSED = "passed"
+    #: The solutions name no answer for the task: the problem still counts, as failed.
+    MISSING_SOLUTION = "missing_solution"
     INVALID_SOLUTION = "invalid_solution"
     EMPTY_PATCH = "empty_patch"
     PATCH_FAILED = "patch_failed"
@@ -69,12 +74,28 @@ class Verdict:
     #: it leaves the problem out of the score instead of counting as a failure.
     excused: bool = False
 
+    def __post_init__(self) -> None:
+        # Reasons and output tails quote what the model wrote: no terminal control sequences.
+        for name in ("reason", "command", "output_tail"):
+            if getattr(self, name):
+                object.__setattr__(self, name, printable(getattr(self, name)))
+
     @classmethod
     def of_run(cls, outcome: Outcome, reason: str, result: RunResult, **fields: Any) -> Verdict:
         """The verdict on a command's run: its command, exit code and the tail of its output."""
         return cls(
             outcome, reason, command=result.command, exit_code=result.exit_code, output_tail=result.tail(), **fields
         )
+
+    def leaves_score(self, model_acted: bool) -> bool:
+        """Whether this verdict leaves its item out of the score: only a skip or an error, and
+        only one the benchmark excused as the machine's doing or one that came before the
+        model's answer could act (``model_acted``: its commands ran, or the harness was
+        handling it when it stopped). Any other skip or error counts as failed: a model must
+        not raise its score by making the harness give up."""
+        if self.outcome.status in (Status.PASSED, Status.FAILED):
+            return False
+        return self.excused or not model_acted
 
     def describe(self) -> str:
         """The failure text: category, command, exit code, then the tail of the output."""

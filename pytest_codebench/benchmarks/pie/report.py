@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 from ...cases import Case
-from ...reporting import ItemResult, Summary, graded, outcome_of
+from ...reporting import ItemResult, Summary, examples, outcome_of, scored
 from ...verdict import Outcome
 from .load import PieRow
 from .measure import UNMEASURED
@@ -39,11 +39,12 @@ class BestAtK(TypedDict):
 
 
 def candidate_speedups(results: Sequence[ItemResult]) -> dict[str, list[float | None]]:
-    """Each generation row's graded candidates in candidate order (harness errors and skips
-    left out): a correct one's speedup, None for a wrong one."""
+    """Each generation row's scored candidates in candidate order: a correct one's speedup,
+    None for a wrong one. A skip or error counts as wrong unless excused (the machine's
+    doing), which leaves the candidate out; a row whose candidates are all left out is too."""
     rows: dict[str, list[float | None]] = defaultdict(list)
     for result in sorted(results, key=lambda r: r["sample"]):
-        if graded(result):
+        if scored(result):
             correct = outcome_of(result) in CORRECT
             rows[result["task_id"]].append(float(result["figures"]["speedup"]) if correct else None)
     return rows
@@ -90,10 +91,18 @@ def summarize(results: list[ItemResult], bar: float, ks: list[int]) -> Summary:
     for problem, best in problems.items():
         if best["rows"]:
             lines.append(f"  {problem}: %Correct {best['correct']:.0f}%, mean speedup {best['mean_speedup']:.3f}x")
+    every = sorted({result["task_id"] for result in results})
+    if len(rows) < len(every):
+        left_out = [row for row in every if row not in rows]
+        lines.append(
+            f"this machine can grade {len(rows)} of {len(every)} rows; left out (every candidate excused): "
+            f"{examples(left_out)}"
+        )
     lines += _measurement_lines([result["figures"] for result in results])
     first = metrics[f"best@{ks[0]}"]
     score = first["optimized_at_bar"] if first["rows"] else None
-    return Summary(lines=lines, metrics={**metrics, "problems": problems}, score=score)
+    counted = {"scored": len(rows), "total": len(every)}
+    return Summary(lines=lines, metrics={**metrics, "problems": problems, "rows": counted}, score=score)
 
 
 def _measurement_lines(figures: list[dict[str, Any]]) -> list[str]:
