@@ -192,7 +192,7 @@ def test_an_override_is_split_as_a_shell_would(pytester: pytest.Pytester, pie: P
     config = write_pie(pytester.path, [{"input": CXX_SLOW, "generated_answers": ["int main( {"]}], references)
     run = pie(config, "--codebench-pie", "cflags='--std=c++17 -O2 -Wall' num_trials=2")
     assert categories(run) == {"p1/s9[0]": "build_error"}
-    assert "g++ --std=c++17 -O2 -Wall -o candidate/prog candidate/prog.cpp" in run.items["p1/s9[0]"]["message"]
+    assert "g++ --std=c++17 -O2 -Wall -o prog prog.cpp" in run.items["p1/s9[0]"]["message"]
 
 
 def test_a_bad_override_stops_the_run_before_grading(pytester: pytest.Pytester, pie: PieRun) -> None:
@@ -466,7 +466,7 @@ print("peeked: nothing")
 """
 # Both do the slow program's loop twice over, unless a run before them left something behind:
 # CACHE then prints the answer it saved in its working directory, SWITCH (its marker kept in
-# SEEN, outside) prints a wrong answer at once, in the runs that are timed.
+# /tmp) prints a wrong answer at once, in the runs that are timed.
 CACHE = """import os
 n = int(input())
 memo = "memo-%d" % n
@@ -503,10 +503,9 @@ def test_a_candidate_cannot_read_the_answers_nor_keep_them(
     if runner == "docker":
         request.getfixturevalue("engine")  # skipped without an engine (failed under CODEBENCH_REQUIRE_DOCKER)
         args = ["--codebench-runner", "docker", "--codebench-docker-base", packs.DOCKER_BASE]
-    (pytester.path / "seen").mkdir()
-    # In a container nothing outside the sandbox survives a run: /tmp is the container's own.
-    seen = str(pytester.path / "seen") if runner == "local" else "/tmp"
-    candidates = [PEEK.format(full=runner == "docker"), CACHE, SWITCH.format(seen=seen), FAST]
+    # Nothing outside a run's folder survives the run either: /tmp is the local sandbox's or
+    # the container's own (tests/test_exploits_pie.py plays more of this).
+    candidates = [PEEK.format(full=runner == "docker"), CACHE, SWITCH.format(seen="/tmp"), FAST]
     # Longer tests than elsewhere: the honest candidate must beat the slow one by more than a
     # container's start-up varies.
     config = write_pie(
@@ -521,17 +520,13 @@ def test_a_candidate_cannot_read_the_answers_nor_keep_them(
     assert categories(run) == {
         "p1/s1[0]": "wrong_output",  # found no answer to print
         "p1/s1[1]": "not_faster",  # found no answer it saved: the loop twice over, every run
-        "p1/s1[2]": "wrong_output" if runner == "local" else "not_faster",  # caught when it switches
+        "p1/s1[2]": "not_faster",  # found no marker of a run before it: no run to switch in
         "p1/s1[3]": "passed",  # the honest control
     }
     assert (
         "test case 0: accuracy 0.00; first mismatch at line 1: expected '7999998000000', got 'peeked: nothing'"
         in (run.items["p1/s1[0]"]["message"])
     )
-    if runner == "local":
-        assert (
-            "test case 0, in a measuring run after passing its check: accuracy 0.00" in run.items["p1/s1[2]"]["message"]
-        )
 
 
 # 0..n-1, a line each: far more output than the runner keeps of a command (4 KiB here).

@@ -96,9 +96,12 @@ class Pie(Benchmark):
         return programs
 
     def prepare(self, case: Case, workspace: Path) -> str | None:
-        """The programs only (kept with --codebench-keep-workspaces): they run in a sandbox of
-        their own, and no test case is ever copied anywhere a program can reach."""
+        """The slow program and the candidate, for a reader (kept with --codebench-keep-workspaces):
+        every run is in a folder of its own (``sandbox``). Never the reference, which another
+        item's candidate could find here and run, and never a test case."""
         for program in self.programs(case):
+            if program.tag == "reference":
+                continue
             target = workspace / program.source
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(program.code)
@@ -194,7 +197,7 @@ class Pie(Benchmark):
     def _measure(self, sandbox: Sandbox, programs: list[Program], tests: list[int]) -> Figures:
         if self.settings[PIE_METRIC] == "instructions":
             if self._counter is None:
-                self._counter = instruction_counter(sandbox.runner, sandbox.root)
+                self._counter = instruction_counter(sandbox)
             return count_instructions(sandbox, programs, tests, self._counter)
         return time_programs(sandbox, programs, tests, self.config.num_trials, self.config.ignore_first_k)
 

@@ -60,6 +60,13 @@ def _text(value: object) -> str:
     return str(value)
 
 
+def _number(value: object) -> float:
+    number = float(str(value).strip())
+    if number != number or number in (float("inf"), float("-inf")):
+        raise ValueError("not a finite number")
+    return number
+
+
 def _optional(convert: Callable[[object], Any]) -> Callable[[object], Any]:
     return lambda value: None if value is None else convert(value)
 
@@ -67,11 +74,23 @@ def _optional(convert: Callable[[object], Any]) -> Callable[[object], Any]:
 # How each key's value is checked, by the type its field declares.
 _CONVERTERS: dict[str, Callable[[object], Any]] = {
     "int": _integer,
-    "float": lambda value: float(str(value)),
+    "float": _number,
     "bool": lambda value: value if isinstance(value, bool) else parse_bool(str(value)),
     "str": _text,
     "str | None": _optional(_text),
-    "float | None": _optional(lambda value: float(str(value))),
+    "float | None": _optional(_number),
+}
+
+
+# The values a number key may take, both ends included: beyond them a run cannot mean
+# anything (no trial, no time to run) or the budgets derived from them overflow.
+RANGES: dict[str, tuple[float, float]] = {
+    "num_problems_to_evaluate": (-1, 10**9),
+    "num_trials": (1, 10_000),
+    "ignore_first_k": (0, 10_000),
+    "max_time_per_run": (0.001, 3600),
+    "cpu_number": (0, 4096),
+    "return_if_acc_below": (0, 1),
 }
 
 
@@ -86,6 +105,9 @@ def config_value(key: str, value: object) -> Any:
         raise ValueError(f"{key}: {value!r} is not a valid {fields[key]}") from None
     if key == "language" and converted not in LANGUAGES:
         raise ValueError(f"language: {converted!r} is not python or cpp")
+    low, high = RANGES.get(key, (None, None))
+    if low is not None and high is not None and converted is not None and not low <= converted <= high:
+        raise ValueError(f"{key}: {value!r} is out of range (from {low:g} to {high:g})")
     return converted
 
 
@@ -139,8 +161,10 @@ OPTIONS: tuple[Option[Any], ...] = (CONFIG, PIE, MIN_SPEEDUP, PIE_METRIC, PYTHON
 def read_config(path: Path, given: dict[str, Any]) -> EvalConfig:
     """The eval config at ``path`` with the overrides ``given`` (already checked) on top."""
     try:
-        loaded = yaml.safe_load(path.read_text()) or {}
-    except (OSError, yaml.YAMLError) as exc:
+        text = path.read_text()
+        loaded = yaml.safe_load(text) or {}
+        lines = _key_lines(text)
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         raise DatasetError(path, f"not a readable YAML eval config ({exc})") from None
     if not isinstance(loaded, dict):
         raise DatasetError(path, "not a mapping of config keys")
@@ -149,16 +173,23 @@ def read_config(path: Path, given: dict[str, Any]) -> EvalConfig:
         try:
             values[key] = config_value(str(key), value)
         except ValueError as exc:
-            raise DatasetError(path, str(exc), field=str(key)) from None
+            raise DatasetError(path, str(exc), line=lines.get(str(key)), field=str(key)) from None
     config = EvalConfig(**{**values, **given})
     for key in REQUIRED:
         if not getattr(config, key):
-            raise DatasetError(path, "missing", field=key)
+            raise DatasetError(path, "missing", line=lines.get(key), field=key)
     if config.ignore_first_k >= config.num_trials:
-        raise DatasetError(path, "ignore_first_k drops every trial", field="ignore_first_k")
-    if config.ignore_first_k < 0:
-        raise DatasetError(path, "must not be negative", field="ignore_first_k")
+        where = "ignore_first_k" if "ignore_first_k" in lines or "ignore_first_k" in given else "num_trials"
+        raise DatasetError(path, "ignore_first_k drops every trial", line=lines.get(where), field="ignore_first_k")
     return config
+
+
+def _key_lines(text: str) -> dict[str, int]:
+    """The line (from 1) each top-level key of the YAML ``text`` is on."""
+    node = yaml.compose(text)
+    if not isinstance(node, yaml.MappingNode):
+        return {}
+    return {str(key.value): key.start_mark.line + 1 for key, _ in node.value}
 
 
 def located(config_path: Path, value: str | None) -> Path | None:

@@ -23,6 +23,8 @@ PROMPT_START, PROMPT_END = "# slower version:", "# optimized version of the same
 # Per test case: the check runs of the three programs, the timed runs of each trial (three
 # programs and the bare interpreter); and the seconds of three compiles and the rest.
 CHECK_RUNS, TIMED_RUNS, SLACK = 3, 4, 3 * 120 + 60
+# The most the backstop allows an item (about four months): beyond it a timer overflows.
+MAX_BUDGET = 1e7
 
 
 def normalise_code(code: str) -> str:
@@ -71,6 +73,18 @@ def test_cases(folder: Path) -> tuple[list[int], str | None]:
     return indices, (f"test numbering has gaps: {gaps[:5]}" if gaps else None)
 
 
+def unique(name: str, row_index: int, taken: set[str]) -> str:
+    """``name``, or where an earlier row has it (two rows with the same slow program meet the
+    same reference row), ``name@row{index}``: one item, one workspace and one report line
+    per row, and the first row's id as it always was."""
+    if name in taken:
+        name = f"{name}@row{row_index}"
+        while name in taken:
+            name += "+"
+    taken.add(name)
+    return name
+
+
 @dataclasses.dataclass(frozen=True)
 class Loader:
     """Reads the generations ``config`` names (its paths relative to ``config_path``)."""
@@ -85,6 +99,7 @@ class Loader:
         tests_root = located(self.config_path, self.config.inputs_outputs_basepath)
         assert tests_root is not None  # a required key
         label, cases = str(generations), []
+        taken: set[str] = set()
         for row_index, line in enumerate(read_jsonl(label, generations.read_bytes())):
             if 0 <= self.config.num_problems_to_evaluate <= row_index:
                 break
@@ -95,7 +110,7 @@ class Loader:
                 problem_id = meta.get("problem_id")
                 if not isinstance(problem_id, str):
                     raise DatasetError(label, "no problem_id (no reference row, and none in the row)", line=line.number)
-                name = f"{problem_id}/{meta.get('submission_id_v0', f'row{row_index}')}"
+                name = unique(f"{problem_id}/{meta.get('submission_id_v0', f'row{row_index}')}", row_index, taken)
                 candidates = self._candidates(label, line.number, row)
                 language = meta.get("language", self.config.language)
                 indices, note = test_cases(tests_root / problem_id)
@@ -141,7 +156,7 @@ class Loader:
     def budget(self, tests: int) -> float:
         """pytest-timeout backstop: every run of every trial at its limit, plus the checks."""
         per_run = self.config.max_time_per_run * (COUNTED_SLOWDOWN if self.counted else 1)
-        return tests * (CHECK_RUNS + TIMED_RUNS * self.config.num_trials) * per_run + SLACK
+        return min(tests * (CHECK_RUNS + TIMED_RUNS * self.config.num_trials) * per_run + SLACK, MAX_BUDGET)
 
     def _join(
         self, label: str, line: Line, references: dict[str, dict[str, Any]]

@@ -14,12 +14,12 @@ import random
 import re
 import statistics
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from pathlib import Path
 from typing import TypeVar
 
 from ...errors import HarnessError
-from ...runners import Runner
-from .sandbox import COUNT, Program, Sandbox
+from ...verdict import Outcome
+from .rules import Failure
+from .sandbox import CandidateFailed, Program, Sandbox, count_of
 
 BOOTSTRAP_RESAMPLES = 2000
 # A net time within this many standard deviations of the bare interpreter's is noise.
@@ -133,17 +133,15 @@ def time_programs(sandbox: Sandbox, programs: list[Program], tests: list[int], t
 
 def count_instructions(sandbox: Sandbox, programs: list[Program], tests: list[int], counter: str) -> Figures:
     """User-space instructions, summed over the tests: one run each (they repeat exactly).
-    Every program runs from the same path, so that the path itself cannot differ. The
-    speedup counts the interpreter's start-up, as the wall-time one does."""
-    language = programs[0].language
-    same = "run/prog.py" if language == "python" else "run/prog"
+    Every program runs from the same path (its run's folder), so that the path itself cannot
+    differ. The speedup counts the interpreter's start-up, as the wall-time one does."""
     counts: dict[str, list[float]] = {}
     for program in programs:
-        counts[program.tag] = [sum(_instructions(sandbox, program, test, same, counter) for test in tests)]
+        counts[program.tag] = [sum(_instructions(sandbox, program, test, counter) for test in tests)]
     figures: Figures = {"metric": f"instructions ({counter})", "trials": 1}
     startup = None
-    if language == "python":
-        one = _instructions(sandbox, None, tests[0], None, counter)
+    if programs[0].language == "python":
+        one = _instructions(sandbox, None, tests[0], counter)
         figures["startup_instructions"] = one
         startup = [one * len(tests)]
     figures.update(speedup_figures(counts, startup, COUNT_NOISE * startup[0] if startup else 0.0))
@@ -151,20 +149,26 @@ def count_instructions(sandbox: Sandbox, programs: list[Program], tests: list[in
     return figures
 
 
-def instruction_counter(runner: Runner, cwd: Path) -> str:
+def instruction_counter(sandbox: Sandbox) -> str:
     """perf where the kernel lets it count user-space instructions, else callgrind."""
-    probe = runner.run("perf stat -x, -e instructions:u true", cwd=cwd, timeout=30)
+    probe = sandbox.probe("perf stat -x, -e instructions:u true")
     return "perf" if re.search(r"^\d+,,instructions", probe.output, re.MULTILINE) else "callgrind"
 
 
-def _instructions(sandbox: Sandbox, program: Program | None, test: int, path: str | None, counter: str) -> float:
-    """The count the counter wrote for one run."""
-    run = sandbox.measured(program, test, path, counter)
-    log = sandbox.read(COUNT, 1 << 20).decode(errors="replace")
-    match = re.search(r"Collected : (\d+)", log) or re.search(r"^(\d+),,instructions", log, re.MULTILINE)
-    if match is None:
-        raise HarnessError(f"counting instructions with {counter} failed: {run.result.tail(5)} {log[-300:]}")
-    return float(match.group(1))
+def _instructions(sandbox: Sandbox, program: Program | None, test: int, counter: str) -> float:
+    """The count the counter gave for one run. A program that wrote a count line of its own
+    beside the counter's forged its measure: its failure (the harness's, for the slow program
+    or the reference, which are no model's)."""
+    run = sandbox.measured(program, test, counter)
+    count = count_of(run.counted or "", counter)
+    if count is not None:
+        return float(count)
+    log = run.counted or ""
+    lines = len(re.findall(r"^\d+,,instructions|Collected : \d+", log, re.MULTILINE))
+    if program is not None and program.tag == "candidate" and (lines > 1 or run.counted is None):
+        failure = Failure(Outcome.INVALID_SOLUTION, f"wrote to the {counter} counter's output: a count it could forge")
+        raise CandidateFailed(test, failure, run)
+    raise HarnessError(f"counting instructions with {counter} failed: {run.result.tail(5)} {log[-300:]}")
 
 
 def _tag(program: Program | None) -> str:

@@ -54,12 +54,14 @@ def stdout_limit(expected_bytes: int, output_limit: int) -> int:
 @dataclasses.dataclass(frozen=True)
 class ProgramRun:
     """One run of a program on one test case: the runner's result (its output is what the
-    program wrote to stderr), its whole standard output, and whether that ran over ``limit``."""
+    program wrote to stderr), its whole standard output, and whether that ran over ``limit``;
+    under an instruction counter, what the counter wrote (None: more than the runner kept)."""
 
     result: RunResult
     stdout: str
     overflowed: bool
     limit: int
+    counted: str | None = None
 
     def for_log(self) -> RunResult:
         """The result with the head of stdout after stderr, for logs and failure messages."""

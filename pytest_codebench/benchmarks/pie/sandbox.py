@@ -1,40 +1,55 @@
-"""Running PIE's programs where they cannot reach the expected outputs.
+"""Running PIE's programs each alone with its input, where no expected output ever is.
 
-A program gets its test input on stdin and nothing else of the test case. Every program of
-an item runs in a private sandbox folder made for the item outside the run directory and
-the dataset: it holds the programs, and during a run that run's stdin and stdout, never an
-expected output. The harness reads the expected output from the dataset itself and compares
-the program's whole stdout with it. Under the docker runner the sandbox is the only folder
-of this machine the program sees.
+Every run of a program (a check, a timed or counted run, a compile) gets a fresh folder that
+holds only that program, its source or its binary: never the other programs of the item (the
+reference to exec, the slow program to slow down) and never a test case. The input comes on a
+pipe; the program's stdout goes to a file of its own folder that the harness reads back
+without following links and capped. The folder is removed after the run, so nothing a program
+writes there (a cache of answers, a marker of runs seen) is there for the next run; under a
+sandboxing runner (bubblewrap, or docker's fresh container per command) nor is anything it
+wrote to /tmp or $HOME. The harness reads the expected outputs from the dataset itself, and
+keeps the programs it runs in memory between runs.
+
+Under an instruction counter, the counter writes its count to the runner's output, which the
+program can add lines to but never take one from: a count line too many is tampering.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
-import shutil
+import re
 import stat
-import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
+from ... import cleanup
 from ...errors import HarnessError
 from ...runners import Runner, RunResult
 from .rules import Failure, ProgramRun, judge, stdout_limit
 
-STDIN, STDOUT, COUNT = ".stdin", ".stdout", ".count"
-# How each instruction counter wraps a program; both write the count to COUNT.
+# Every run's folder has this name in the item's private root, so that every program runs from
+# the same path (an instruction count depends on it); it is made afresh for each run.
+RUN = "run"
+STDOUT, STDERR = ".stdout", ".stderr"
+# How each instruction counter wraps a program: its count goes to fd 3, the command's output,
+# and the program's own stderr to a file (read back for the logs).
 COUNTERS = {
-    "perf": f"perf stat -x, -e instructions:u -o {COUNT} -- ",
-    "callgrind": f"valgrind --tool=callgrind --callgrind-out-file=/dev/null --log-file={COUNT} ",
+    "perf": "perf stat -x, -e instructions:u --log-fd 3 -- ",
+    "callgrind": "valgrind --tool=callgrind --callgrind-out-file=/dev/null --log-fd=3 ",
 }
 # A counted run is this many times slower than a plain one (callgrind's worst case).
 COUNTED_SLOWDOWN = 100
 ENV = {"PYTHONHASHSEED": "0"}
+# The most a compiler may write as a binary, and of a program's stderr the logs keep.
+MAX_BINARY = 256 << 20
+MAX_STDERR = 64 << 10
 
 
 @dataclasses.dataclass(frozen=True)
 class Program:
-    """One program of an item: where it lives in the sandbox and how to run it."""
+    """One program of an item: what it is and how to run it."""
 
     tag: str  # input (the slow one), reference, candidate
     language: str
@@ -42,15 +57,13 @@ class Program:
 
     @property
     def source(self) -> str:
-        return f"{self.tag}/prog.{'py' if self.language == 'python' else 'cpp'}"
+        """Where the workspace keeps it for a reader (kept workspaces), by tag."""
+        return f"{self.tag}/{self.name}"
 
     @property
-    def binary(self) -> str:
-        return f"{self.tag}/prog"
-
-    @property
-    def executable(self) -> str:
-        return self.source if self.language == "python" else self.binary
+    def name(self) -> str:
+        """Its source's name in a run's folder."""
+        return "prog.py" if self.language == "python" else "prog.cpp"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -81,91 +94,115 @@ class CandidateFailed(Exception):
         self.test, self.failure, self.run = test, failure, run
 
 
+@dataclasses.dataclass(frozen=True)
+class Runnable:
+    """What a run's folder holds of a program: one file, its content and its mode."""
+
+    name: str
+    data: bytes
+    mode: int
+
+
 class Sandbox:
-    """The private folder an item's programs are built and run in (a context manager that
-    removes it). ``tests`` is the dataset's folder of test cases: only the harness reads it.
-    Before every run the folder goes back to the files the harness put there: nothing a
-    program wrote in one run (a cache of answers, a marker of runs seen) is there for the next.
-    """
+    """The private root an item's programs run under, one fresh folder per run (a context
+    manager that removes it). ``tests`` is the dataset's folder of test cases: only the
+    harness reads it."""
 
     def __init__(self, runner: Runner, launch: Launch, tests: Path) -> None:
         self.runner, self.launch, self.tests = runner, launch, tests
-        self.root = Path(tempfile.mkdtemp(prefix="codebench-pie-"))
-        self.files: dict[str, tuple[bytes, int]] = {}  # what the harness put here, and its mode
+        # Held while this process lives: a later run sweeps it if this one is killed.
+        self.root = cleanup.held_tempdir("pie")
+        self.runnable: dict[str, Runnable] = {}  # by tag: the source, or the binary compiled
 
     def __enter__(self) -> Sandbox:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        _remove(self.root)
+        cleanup.release(self.root)
+        cleanup.remove_tree(self.root)
 
     def add(self, program: Program) -> None:
-        target = self.root / program.source
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(program.code)
-        self._keep(program.source)
+        self.runnable[program.tag] = Runnable(program.name, program.code.encode(), 0o644)
 
     def compile(self, program: Program, cxx: str, cflags: str) -> RunResult:
-        self._reset()
-        command = f"{cxx} {cflags} -o {program.binary} {program.source}"
-        result = self.runner.run(command, cwd=self.root, timeout=120)
-        if result.ok:
-            self._keep(program.binary)
+        """Compile ``program``'s source alone in a fresh folder; its binary is what runs then."""
+        source = self.runnable[program.tag]
+        with self.folder([source]) as folder:
+            result = self.runner.run(f"{cxx} {cflags} -o prog {source.name}", cwd=folder, timeout=120)
+            binary = read(folder / "prog", MAX_BINARY + 1) if result.ok else b""
+        if not result.ok:
+            return result
+        if not binary or len(binary) > MAX_BINARY:
+            return dataclasses.replace(result, exit_code=1, output=result.output + "\nno binary (or one too large)\n")
+        self.runnable[program.tag] = Runnable("prog", binary, 0o755)
         return result
 
-    def _keep(self, relative: str) -> None:
-        path = self.root / relative
-        self.files[relative] = (path.read_bytes(), stat.S_IMODE(path.stat().st_mode))
+    @contextlib.contextmanager
+    def folder(self, files: list[Runnable]) -> Iterator[Path]:
+        """A fresh folder holding ``files`` only, removed with whatever a run left in it."""
+        folder = self.root / RUN
+        cleanup.remove_tree(folder)
+        folder.mkdir(mode=0o755)
+        try:
+            for file in files:
+                _write(folder / file.name, file.data, file.mode)
+            yield folder
+        finally:
+            # Whatever the run left, at any depth, locked or linked: removal never follows a link.
+            cleanup.remove_tree(folder)
 
-    def _reset(self, extra: dict[str, str] | None = None) -> None:
-        """The harness's files and nothing else; ``extra`` copies a kept file to another path."""
-        os.chmod(self.root, stat.S_IRWXU)  # the program may have locked its folder
-        for entry in list(self.root.iterdir()):
-            _remove(entry)
-        for relative, (data, mode) in self.files.items():
-            _write(self.root / relative, data, mode)
-        for target, source in (extra or {}).items():
-            _write(self.root / target, *self.files[source])
+    def probe(self, command: str) -> RunResult:
+        """A command of the harness's own (what the machine can do), in an empty folder."""
+        with self.folder([]) as folder:
+            return self.runner.run(command, cwd=folder, timeout=30)
 
     def expected(self, test: int) -> str:
         return (self.tests / f"output.{test}.txt").read_text(errors="replace")
 
-    def command(self, program: Program | None, path: str | None = None, counter: str = "", limit: int = 0) -> str:
-        """The shell command running ``program`` (None: the bare interpreter) from ``path``,
-        stdin and stdout redirected, pinned, under the address-space limit, the file-size
-        limit ``limit`` (bytes) and ``counter``."""
+    def command(self, program: Program | None, counter: str = "", limit: int = 0) -> str:
+        """The shell command running ``program`` (None: the bare interpreter) in its folder,
+        stdout to a file, pinned, under the address-space limit, the file-size limit ``limit``
+        (bytes) and ``counter``."""
         launch = self.launch
         if program is None:
             run = f"{launch.python} -c pass"
         else:
-            where = path or program.executable
-            run = f"{launch.python} {where}" if program.language == "python" else f"./{where}"
+            run = f"{launch.python} {program.name}" if program.language == "python" else "./prog"
         # valgrind reserves more address space than the program it runs: no limit under it.
         limits = "" if counter else f"ulimit -v {launch.memory_mib * 1024}; "
         limits += f"ulimit -f {limit // 512 + 1}; " if limit else ""
         pin = f"taskset --cpu-list {launch.core} " if launch.core is not None else ""
-        return f"{limits}{pin}{COUNTERS.get(counter, '')}{run} < {STDIN} > {STDOUT}"
+        streams = f"3>&2 2>{STDERR} " if counter else ""
+        return f"{limits}{pin}{COUNTERS.get(counter, '')}{run} {streams}> {STDOUT}"
 
-    def run(self, program: Program | None, test: int, path: str | None = None, counter: str = "") -> ProgramRun:
-        """One run on test ``test``: its input copied in as stdin, its whole stdout read back
-        (up to the limit the expected output sets)."""
+    def run(self, program: Program | None, test: int, counter: str = "") -> ProgramRun:
+        """One run on test ``test`` in a fresh folder: its input on a pipe, its whole stdout
+        read back (up to the limit the expected output sets)."""
         expected = self.tests / f"output.{test}.txt"
         limit = stdout_limit(expected.stat().st_size if expected.exists() else 0, self.launch.output_limit)
-        self._reset({path: program.executable} if path and program else None)
-        _write(self.root / STDIN, (self.tests / f"input.{test}.txt").read_bytes(), 0o644)
+        stdin = (self.tests / f"input.{test}.txt").read_bytes()
         timeout = self.launch.max_time * (COUNTED_SLOWDOWN if counter else 1)
-        result = self.runner.run(self.command(program, path, counter, limit), cwd=self.root, timeout=timeout, env=ENV)
-        stdout = self.read(STDOUT, limit + 1)
-        return ProgramRun(result, stdout.decode("utf-8", errors="replace"), len(stdout) > limit, limit)
+        files = [self.runnable[program.tag]] if program is not None else []
+        with self.folder(files) as folder:
+            command = self.command(program, counter, limit)
+            result = self.runner.run(command, cwd=folder, timeout=timeout, env=ENV, stdin=stdin)
+            stdout = read(folder / STDOUT, limit + 1)
+            stderr = read(folder / STDERR, MAX_STDERR) if counter else b""
+        counted = None
+        if counter:
+            # The runner's output is the counter's; the program's stderr is what the logs show.
+            counted = result.output if not result.dropped_bytes else None
+            result = dataclasses.replace(result, output=stderr.decode("utf-8", errors="replace"))
+        return ProgramRun(result, stdout.decode("utf-8", errors="replace"), len(stdout) > limit, limit, counted)
 
     def check(self, program: Program, test: int) -> tuple[ProgramRun, Failure | None]:
         run = self.run(program, test)
         return run, judge(run, self.expected(test), self.launch.max_time)
 
-    def measured(self, program: Program | None, test: int, path: str | None = None, counter: str = "") -> ProgramRun:
+    def measured(self, program: Program | None, test: int, counter: str = "") -> ProgramRun:
         """A measuring run: it must do again what its check did. The candidate's going wrong
         is its own failure; the slow program's or the reference's is harness trouble."""
-        run = self.run(program, test, path, counter)
+        run = self.run(program, test, counter)
         if program is None:
             if run.result.ok:
                 return run
@@ -179,43 +216,37 @@ class Sandbox:
             f"a measuring run of {program.tag} on test case {test} failed after passing its check: {failure.reason}"
         )
 
-    def read(self, relative: str, limit: int) -> bytes:
-        """Up to ``limit`` bytes a program left at ``relative`` if it is a regular file (never
-        through a link, and never blocking on a pipe a program left there); empty otherwise."""
-        try:
-            fd = os.open(self.root / relative, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-        except OSError:
-            return b""
-        with open(fd, "rb") as file:
-            if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
-                return b""
-            return file.read(limit)
+
+def count_of(log: str, counter: str) -> int | None:
+    """The one count ``counter`` wrote to ``log``; None where there is none, or more than one
+    (a program can add lines to the counter's output, never remove one: it tried to forge)."""
+    if counter == "perf":
+        counts = re.findall(r"^(\d+),,instructions", log, re.MULTILINE)
+    else:
+        # valgrind's first line is its own, before the program runs: its process id is the
+        # program's (children it forks count apart, with their own ids).
+        first = re.match(r"==(\d+)==", log)
+        counts = re.findall(rf"^=={first.group(1)}== Collected : (\d+)", log, re.MULTILINE) if first else []
+    return int(counts[0]) if len(counts) == 1 else None
 
 
-def _remove(path: Path) -> None:
-    """Remove a file, link or folder that a program may have put at ``path``, also a folder
-    it made unreadable or unwritable."""
-    if not path.is_dir() or path.is_symlink():
-        path.unlink(missing_ok=True)
-        return
-    _unlock(path)
-    shutil.rmtree(path, ignore_errors=True)
-
-
-def _unlock(folder: Path) -> None:
+def read(path: Path, limit: int) -> bytes:
+    """Up to ``limit`` bytes a program left at ``path`` if it is a regular file of its own
+    (never through a link, never a hard link to a file elsewhere, never blocking on a pipe it
+    left there); empty otherwise."""
     try:
-        os.chmod(folder, stat.S_IRWXU)
-        entries = list(os.scandir(folder))
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
-        return
-    for entry in entries:
-        if entry.is_dir(follow_symlinks=False):
-            _unlock(Path(entry.path))
+        return b""
+    with open(fd, "rb") as file:
+        status = os.fstat(file.fileno())
+        if not stat.S_ISREG(status.st_mode) or status.st_nlink != 1:
+            return b""
+        return file.read(limit)
 
 
 def _write(path: Path, data: bytes, mode: int) -> None:
-    """A new file at ``path``: never through a link a program left on the way."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """A new file at ``path`` (in a folder the harness just made): never through a link."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
     with open(fd, "wb") as file:
         file.write(data)
