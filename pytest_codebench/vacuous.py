@@ -10,12 +10,29 @@ from __future__ import annotations
 
 import ast
 import fnmatch
+import os
+import stat
 from pathlib import Path, PurePosixPath
 
 from .patches import Diff
 
 TEST_FILES = ("test_*.py", "*_test.py")  # pytest's default python_files
 PYTEST_CHECKS = {"raises", "warns", "approx", "fail", "deprecated_call"}
+SOURCE_LIMIT = 4 << 20  # a test file larger than this is not read (nor listed)
+
+
+def _read_plain(path: Path) -> str | None:
+    """The text of ``path`` if it is a plain file of at most :data:`SOURCE_LIMIT` bytes: a
+    patch may add a test file as a link (to a secret, to /dev/zero), never read through."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as file:
+        if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
+            return None
+        data = file.read(SOURCE_LIMIT + 1)
+    return data.decode("utf-8", errors="replace") if len(data) <= SOURCE_LIMIT else None
 
 
 def _called_name(call: ast.Call) -> str | None:
@@ -64,9 +81,10 @@ def vacuous_tests(tree_root: Path, diff: Diff) -> list[str]:
         path = PurePosixPath(name)
         if not lines or not any(fnmatch.fnmatch(path.name, pattern) for pattern in TEST_FILES):
             continue
+        source = _read_plain(tree_root / path)
         try:
-            module = ast.parse((tree_root / path).read_text(encoding="utf-8", errors="replace"))
-        except (OSError, SyntaxError):
+            module = ast.parse(source or "")
+        except (SyntaxError, ValueError):
             continue  # the suite reports a file it cannot import
         functions = _functions(module)
         asserting = {qualname.rpartition("::")[2] for qualname, node in functions if _asserts_directly(node)}

@@ -313,7 +313,15 @@ def test_the_suite_runs_under_its_own_rootdir_and_configuration(pytester, codebe
     args = write_dataset(
         pytester.path, repo, [task(shas, repo)], [prediction("feature_sub", plain), prediction("feature_sub", own)]
     )
+    # The repository's own configuration is read, which is why a patch may not change it by default
+    # (its addopts can deselect tests): the item fails naming the edit, unless it is allowed.
     run = codebench(*args, benchmark="tensorbench")
-    assert categories(run) == {"scorchlet__feature_sub[0]": "passed", "scorchlet__feature_sub[1]": "passed"}
+    assert categories(run) == {"scorchlet__feature_sub[0]": "passed", "scorchlet__feature_sub[1]": "test_failed"}
     assert run.items["scorchlet__feature_sub[0]"]["properties"]["tests"] == "7"
+    assert (
+        run.items["scorchlet__feature_sub[1]"]["properties"]["harness_edits"]
+        == "tox.ini (pytest configuration: [pytest])"
+    )
+    run = codebench(*args, "--codebench-allow-harness-edits", benchmark="tensorbench")
+    assert categories(run) == {"scorchlet__feature_sub[0]": "passed", "scorchlet__feature_sub[1]": "passed"}
     assert run.items["scorchlet__feature_sub[1]"]["properties"]["tests"] == "6"  # test_slow deselected

@@ -24,7 +24,7 @@ import pytest
 from ...benchmark import Benchmark
 from ...cases import Case, Dataset
 from ...grading import Grading
-from ...metrics import describe_pass_at_k, pass_at_ks
+from ...metrics import describe_excluded, describe_pass_at_k, pass_at_ks
 from ...options import SOLUTIONS, K
 from ...patches import apply, confined, parse
 from ...reporting import ItemResult, Summary
@@ -32,10 +32,11 @@ from ...vacuous import vacuous_tests
 from ...verdict import Outcome, Verdict
 from ...workspace import UnsafePath
 from .cache import CACHE_HINT
-from .environment import Provisioner, mirror
+from .edits import hook_edits, merged, static_edits
+from .environment import Provisioner, check_environment, mirror
 from .load import load as read_dataset
-from .options import COMPILER_CACHE, FAIL_VACUOUS, OPTIONS, RERUNS, RUN_TESTS
-from .rules import known_failures, with_vacuous
+from .options import ALLOW_HARNESS_EDITS, COMPILER_CACHE, FAIL_VACUOUS, OPTIONS, RERUNS, RUN_TESTS
+from .rules import known_failures, missing_tests, with_harness_edits, with_vacuous
 from .suite import TESTBED, TreeRun
 
 
@@ -78,21 +79,29 @@ class TensorBench(Benchmark):
             tail = "\n".join(applied.log.splitlines()[-15:])
             return grading.verdict(Outcome.PATCH_FAILED, applied.reason, output_tail=tail)
         vacuous = vacuous_tests(tree, diff)
+        edits = static_edits(diff, tree)
         provisioner = Provisioner(self.context, self.dataset_path().parent)
         environment, cache = provisioner.environment(case, runner)
         base = provisioner.baseline(case, runner, environment, cache)
+        check_environment(environment)  # after the baseline: its code ran in the environment too
         grading.figures["patch_method"] = applied.method
         if vacuous:
             grading.figures["vacuous_tests"] = ", ".join(vacuous)
-        verdict = TreeRun(grading, environment, cache).run(self.settings[RUN_TESTS], self.settings[RERUNS])
+        run = TreeRun(grading, environment, cache)
+        verdict = run.run(self.settings[RUN_TESTS], self.settings[RERUNS])
         verdict = known_failures(verdict, base["failed"] if base else [])
+        if run.witnessed is not None:
+            hooks = hook_edits(run.witnessed.hooks, diff.files, base.get("hooks") if base else None)
+            edits = merged(edits, hooks)
+            verdict = missing_tests(verdict, base.get("passed", []) if base else [], run.witnessed.outcomes)
+        verdict = with_harness_edits(verdict, edits, self.settings[ALLOW_HARNESS_EDITS])
         return with_vacuous(verdict, vacuous, self.settings[FAIL_VACUOUS])
 
     # -- results ---------------------------------------------------------------------------------
 
     def summarize(self, results: list[ItemResult]) -> Summary:
         overall = pass_at_ks(results, self.settings[K])
-        lines = [describe_pass_at_k("all tasks:", overall)]
+        lines = [describe_pass_at_k("all tasks:", overall), *describe_excluded(overall)]
         vacuous = [
             f"{result['id']}: {result['figures']['vacuous_tests']}"
             for result in results

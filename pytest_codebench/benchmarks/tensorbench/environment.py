@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import os
 import shlex
 import shutil
 from pathlib import Path
@@ -51,6 +52,10 @@ class Baseline(TypedDict):
     outcome: str
     #: The tests that fail before any patch.
     failed: list[str]
+    #: The tests that pass before any patch: each must run and be reported in a patched run.
+    passed: list[str]
+    #: The hook functions the tree defines (``file:hook``), as the harness's plugin found them.
+    hooks: list[str]
     figures: dict[str, float | str]
 
 
@@ -172,11 +177,60 @@ class Provisioner:
                     grading = Grading(
                         self.context, dataclasses.replace(case, id=f"baseline-{commit[:12]}"), workspace, runner
                     )
-                    verdict = TreeRun(grading, environment, cache, writable=True).run(run_tests, reruns=0)
+                    tree = TreeRun(grading, environment, cache, writable=True)
+                    verdict = tree.run(run_tests, reruns=0)
                 finally:
                     shutil.rmtree(workspace, ignore_errors=True)
                 failed = str(verdict.figures.get("failed_tests", "")).splitlines()
-                found = Baseline(outcome=verdict.outcome.value, failed=failed, figures=verdict.figures)
+                seen = tree.witnessed
+                passed = [test for test, outcome in seen.outcomes.items() if outcome == "passed"] if seen else []
+                hooks = list(seen.hooks) if seen else []
+                found = Baseline(
+                    outcome=verdict.outcome.value, failed=failed, passed=passed, hooks=hooks, figures=verdict.figures
+                )
                 marker.write_text(json.dumps(found))
         baseline: Baseline = json.loads(marker.read_text())
         return baseline
+
+
+# The local runner's mark of a finished environment (runners/local.py): written last, so
+# nothing in the environment is newer unless something changed it afterwards.
+DONE = ".codebench-done"
+SHOWN = 5
+
+
+def check_environment(environment: Toolchain) -> None:
+    """Raise :class:`HarnessError` when the shared environment of this machine changed after
+    it was provisioned (a file written, added or removed in it: its inode changed after the
+    mark): an item's code wrote into it, and every later item would be judged by that code.
+    The mark is removed, so that the next run provisions the environment anew."""
+    if not environment.prefix or environment.image is not None:
+        return  # an image's: read-only to the commands
+    prefix = Path(environment.prefix)
+    try:
+        done = (prefix / DONE).lstat().st_ctime_ns
+    except OSError:
+        return  # not one the local runner made
+    changed = []
+    for folder, folders, files in os.walk(prefix):
+        for name in [*folders, *files]:
+            path = Path(folder) / name
+            try:
+                if path.lstat().st_ctime_ns > done:
+                    changed.append(str(path.relative_to(prefix)))
+            except OSError:
+                changed.append(str(path.relative_to(prefix)))
+    try:
+        if prefix.lstat().st_ctime_ns > done:
+            changed.append(".")
+    except OSError:
+        pass
+    if changed:
+        (prefix / DONE).unlink(missing_ok=True)
+        shown = ", ".join(sorted(changed)[:SHOWN]) + (
+            f" and {len(changed) - SHOWN} more" if len(changed) > SHOWN else ""
+        )
+        raise HarnessError(
+            f"the shared environment {prefix} changed after it was provisioned ({shown}): graded code wrote "
+            "into it, so it cannot judge this item; the next run provisions it anew"
+        )

@@ -16,7 +16,7 @@ from typing import Any
 from ...benchmark import Sample, join_samples
 from ...cases import Case, Dataset
 from ...errors import DatasetError
-from ...records import Line, read_records, require, sha256_file
+from ...records import Line, read_records, require, seconds, sha256_file
 
 DEFAULT_TEST_TIMEOUT = 3000
 
@@ -36,7 +36,7 @@ def load(path: Path, solutions: str | None) -> Dataset:
     tasks = read_tasks(path)
     predictions = Path(solutions or path.with_name("predictions.jsonl"))
     samples = read_predictions(predictions, path.name, tasks)
-    cases = join_samples(list(tasks), samples, lambda sample, number: _case(tasks, sample, number))
+    cases = join_samples(list(tasks), samples, lambda sample, number: _case(tasks, sample, number), str(predictions))
     return Dataset(str(path), sha256_file(path), None, cases)
 
 
@@ -65,8 +65,9 @@ def read_tasks(path: Path) -> dict[str, Task]:
 
 
 def check_task(record: dict[str, Any], label: str, line: Line) -> None:
-    for field, kind in (("repo_url", str), ("base_commit", str), ("test_command", str), ("test_timeout", (int, float))):
-        require(record, field, kind, label, line.number)
+    for field in ("repo_url", "base_commit", "test_command"):
+        require(record, field, str, label, line.number)
+    seconds(record, "test_timeout", label, line.number, required=True)
     if not re.fullmatch(r"[0-9a-fA-F]{7,40}", record["base_commit"]):
         raise DatasetError(label, "not a commit SHA", line=line.number, field="base_commit")
     commands = record.get("setup_commands") or []

@@ -32,6 +32,11 @@ RERUNS = Option(
 FAIL_VACUOUS = bool_option(
     "fail-vacuous", "Fail items whose patch adds tests that assert nothing (else they are only listed)."
 )
+ALLOW_HARNESS_EDITS = bool_option(
+    "allow-harness-edits",
+    "Grade items whose patch changes how tests are collected or reported (pytest configuration, conftest hooks, "
+    "plugins); by default they fail. Such edits are named (harness_edits) either way.",
+)
 TORCH = Option(
     "torch",
     "Torch version installed where a repository requires torch (a pip constraint); 'any' leaves it free.",
@@ -63,4 +68,13 @@ COMPILER_CACHE = Option(
 )
 
 #: In the order ``pytest --help`` lists them.
-OPTIONS = (RERUNS, FAIL_VACUOUS, TORCH, TENSORBENCH_PYTHON, RUN_TESTS, TENSORBENCH_DOCKERFILE, COMPILER_CACHE)
+OPTIONS = (
+    RERUNS,
+    FAIL_VACUOUS,
+    ALLOW_HARNESS_EDITS,
+    TORCH,
+    TENSORBENCH_PYTHON,
+    RUN_TESTS,
+    TENSORBENCH_DOCKERFILE,
+    COMPILER_CACHE,
+)

@@ -9,11 +9,12 @@ nothing do to a pass.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from ... import junit
 from ...runners import RunResult
 from ...verdict import Outcome, Verdict
+from .edits import HarnessEdit
 
 SHOWN_FAILURES = 20  # failing test ids named in a reason; the figure lists them all
 
@@ -30,10 +31,10 @@ def suite_verdict(result: RunResult, report: junit.SuiteReport | None) -> Verdic
         shown = report.failed[:SHOWN_FAILURES]
         more = f" and {len(report.failed) - len(shown)} more" if len(report.failed) > len(shown) else ""
         figures["failed_tests"] = "\n".join(report.failed)  # ids may hold ", " (parameters)
-        if code == 0:
-            why = f"exit 0, yet the JUnit XML has failures: {', '.join(shown)}"
-            return Verdict.of_run(Outcome.ERROR, why, result, figures=figures)
         why = f"{len(report.failed)} of {report.tests} tests failed: {', '.join(shown)}{more}"
+        if code == 0:
+            # The harness's own record saw them fail: what made pytest exit 0 hid them.
+            why = f"{why} (yet the suite exited 0)"
         return Verdict.of_run(Outcome.TEST_FAILED, why, result, figures=figures)
     if not report.ran:
         why = f"the suite ran no test ({report.tests} collected, {report.skipped} skipped; exit {code})"
@@ -66,3 +67,36 @@ def with_vacuous(verdict: Verdict, vacuous: Sequence[str], fail: bool) -> Verdic
         return verdict
     reason = f"{verdict.reason}; {len(vacuous)} added test(s) assert nothing: {', '.join(vacuous)}"
     return dataclasses.replace(verdict, outcome=Outcome.VACUOUS_TESTS if fail else Outcome.PASSED, reason=reason)
+
+
+def missing_tests(verdict: Verdict, passed_before: Sequence[str], outcomes: Mapping[str, str]) -> Verdict:
+    """Every test that passes at the base commit (``passed_before``) must run and be reported
+    in the patched run (``outcomes``: the harness's record, per test id). One deselected,
+    skipped, marked as an expected failure or gone fails a pass: the model's failure."""
+    missing = [test for test in passed_before if outcomes.get(test) not in ("passed", "failed", "xpassed")]
+    if not missing or verdict.outcome in (Outcome.TEST_TIMEOUT, Outcome.BUILD_TIMEOUT, Outcome.BUILD_ERROR):
+        return verdict
+    shown = ", ".join(f"{test} ({outcomes.get(test, 'not run')})" for test in missing[:SHOWN_FAILURES])
+    more = f" and {len(missing) - SHOWN_FAILURES} more" if len(missing) > SHOWN_FAILURES else ""
+    why = f"{len(missing)} test(s) that pass at the base commit did not run or were not reported: {shown}{more}"
+    figures = {**verdict.figures, "missing_tests": "\n".join(missing)}
+    if verdict.outcome is Outcome.PASSED:
+        return dataclasses.replace(verdict, outcome=Outcome.TEST_FAILED, reason=why, figures=figures)
+    return dataclasses.replace(verdict, reason=f"{verdict.reason}; {why}", figures=figures)
+
+
+def with_harness_edits(verdict: Verdict, edits: Sequence[HarnessEdit], allow: bool) -> Verdict:
+    """A verdict names the patch's edits of pytest's configuration, conftests and plugins
+    (``harness_edits``); those that change how tests are collected or reported fail it,
+    unless ``allow`` (``--codebench-allow-harness-edits``)."""
+    if not edits:
+        return verdict
+    figures = {**verdict.figures, "harness_edits": "\n".join(str(edit) for edit in edits)}
+    judging = [str(edit) for edit in edits if edit.collection]
+    if allow or not judging or verdict.outcome is not Outcome.PASSED:
+        return dataclasses.replace(verdict, figures=figures)
+    why = (
+        f"the patch changes how its tests are collected or reported: {', '.join(judging)} "
+        f"(--codebench-allow-harness-edits grades it anyway)"
+    )
+    return dataclasses.replace(verdict, outcome=Outcome.TEST_FAILED, reason=why, figures=figures)

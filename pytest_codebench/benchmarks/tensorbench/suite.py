@@ -15,16 +15,17 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ... import junit
 from ...errors import HarnessError
 from ...grading import Grading, Step
 from ...runners import RunHow, RunResult, Toolchain
 from ...verdict import Outcome, Verdict
+from . import witness
 from .cache import STATE, CompilerCache, statistics
+from .files import fresh_folder, write_new
 from .rules import suite_verdict
 
 TESTBED = "testbed"  # the work tree, in the item's workspace (the official image's /testbed)
-JUNIT = "junit.xml"
+REPORTS = f"{STATE}/report"  # the suite's JUnit XML and the witness's record: outside the tree, made anew per command
 # Where the official image keeps the repository; task commands and run_tests.sh name it.
 OFFICIAL_TESTBED = re.compile(r"(?<![\w/])/testbed(?![\w-])")
 BUILD = "python -m pip install --quiet --no-deps --no-build-isolation -e ."
@@ -54,13 +55,16 @@ LINK_ENV = """{python} -c 'import sysconfig; print(sysconfig.get_path("purelib")
 # loadable (a container's /tmp is noexec) and their paths the same for every item. The suite's
 # rootdir is the work tree, whose own pytest configuration applies; STOP_INI ends pytest's
 # search for one at the workspace, so none of the folders above it (the caller's checkout,
-# with its addopts) is ever read.
+# with its addopts) is ever read. The harness's own reporting plugin (the witness) is loaded
+# from $codebench_witness, a folder of the harness's outside the workspace, set just before.
 PREAMBLE = f"""\
 # pytest-codebench: sourced before each command of this workspace.
 mkdir -p .tmp {STATE}
 export TMPDIR="$PWD/.tmp" CODEBENCH_TESTBED="$PWD/{TESTBED}" PIP_NO_INPUT=1 PYTHONDONTWRITEBYTECODE=1
 export PATH="$PWD/.venv/bin:$PATH"
-export PYTEST_ADDOPTS="--junitxml=$PWD/{JUNIT} -o junit_family=xunit1 -p no:cacheprovider --rootdir=$PWD/{TESTBED}"
+export PYTHONPATH="$codebench_witness${{PYTHONPATH:+:$PYTHONPATH}}" {witness.ENV}="$PWD/{REPORTS}/witness.jsonl"
+export PYTEST_ADDOPTS="--junitxml=$PWD/{REPORTS}/junit.xml -o junit_family=xunit1 -p no:cacheprovider \
+--rootdir=$PWD/{TESTBED} -p {witness.MODULE}"
 """
 STOP_INI = "pytest.ini"  # in the workspace, the work tree's parent
 STOP_INI_TEXT = """\
@@ -106,10 +110,21 @@ class TreeRun:
     cache: CompilerCache | None
     writable: bool = False
     deadline: float = dataclasses.field(default=0.0, init=False)  # of the task's test_timeout
+    #: What the harness's reporting plugin saw of the test step (None: nothing).
+    witnessed: witness.Witnessed | None = dataclasses.field(default=None, init=False)
+
+    @property
+    def plugin(self) -> Path:
+        return witness.install(self.grading.context.run_dir / "witness")
 
     @property
     def shared(self) -> dict[Path, bool]:
-        return {self.cache.directory: self.writable} if self.cache else {}
+        """Folders of this machine the commands see: the witness's (read-only) and the compiler
+        cache (writable for the baseline alone). Never the environment, which items share."""
+        shared = {self.plugin: False}
+        if self.cache:
+            shared[self.cache.directory] = self.writable
+        return checked_shared(shared, self.environment)
 
     def run(self, run_tests: str | None, reruns: int) -> Verdict:
         """The task's commands (with the dataset's ``run_tests`` script, if given); the verdict,
@@ -117,9 +132,9 @@ class TreeRun:
         grading, record = self.grading, self.grading.case.record
         self.deadline = time.monotonic() + float(record["test_timeout"])
         if run_tests:
-            target = grading.workspace / TESTBED / "run_tests.sh"  # where the official image puts it
-            target.write_text(OFFICIAL_TESTBED.sub("${CODEBENCH_TESTBED}", Path(run_tests).read_text()))
-            target.chmod(0o755)
+            # Where the official image puts it; the patch may have put a link there.
+            script = OFFICIAL_TESTBED.sub("${CODEBENCH_TESTBED}", Path(run_tests).read_text())
+            write_new(grading.workspace, f"{TESTBED}/run_tests.sh", script.encode(), 0o755)
         how: RunHow = {"toolchain": self.environment, "shared": self.shared}
         result = grading.runner.run(overlay(self.environment), cwd=grading.workspace, timeout=120, **how)
         if not result.ok:
@@ -137,19 +152,43 @@ class TreeRun:
                     step.timed_out, f"{step.phase} ran past the task's test_timeout ({limit:g} s)", result
                 )
             if step.phase == "test":
-                verdict = suite_verdict(result, junit.read(self.grading.workspace / JUNIT))
+                verdict = self._judge(result)
                 return self._rerun(verdict, reruns) if verdict.outcome is Outcome.TEST_FAILED and reruns else verdict
             if not result.ok:
                 return self.grading.verdict(step.failed, f"{step.phase} failed: {step.command}", result)
         raise AssertionError("the steps end with the test step")
 
+    def _judge(self, result: RunResult) -> Verdict:
+        """The test step's verdict, from the witness's record (the JUnit XML adds failures)."""
+        back = witness.read(self.grading.workspace, REPORTS)
+        self.witnessed = back.witnessed
+        code = result.exit_code
+        if back.refused:
+            why = f"the suite's reports could not be read back: {'; '.join(back.refused)}"
+            return Verdict.of_run(Outcome.TEST_FAILED, why, result)
+        if back.witnessed is None:
+            if back.suite is None:
+                return suite_verdict(result, None)
+            why = (
+                f"the harness's reporting plugin recorded nothing, yet JUnit XML was written (exit {code}): "
+                "the plugin was kept out (-p no:...?) and the JUnit XML alone is not trusted"
+            )
+            return Verdict.of_run(Outcome.ERROR, why, result)
+        if back.witnessed.finished is None:
+            why = f"the suite stopped before its end (exit {code}): the harness's reporting plugin never saw it finish"
+            return Verdict.of_run(Outcome.ERROR, why, result)
+        return suite_verdict(result, back.witnessed.report(back.suite))
+
     def execute(self, phase: str, command: str) -> RunResult:
         """One command in the work tree, after the preamble (and the compiler cache's lines)."""
         workspace = self.grading.workspace
-        (workspace / JUNIT).unlink(missing_ok=True)
-        (workspace / STOP_INI).write_text(STOP_INI_TEXT)
-        (workspace / STATE).mkdir(exist_ok=True)
-        (workspace / STATE / "env.sh").write_text(PREAMBLE + (self.cache.shell(self.writable) if self.cache else ""))
+        # The commands before this one ran the model's code in this workspace: whatever it left
+        # at these names (a link to a host file, say) is removed, never written through.
+        fresh_folder(workspace, REPORTS)
+        write_new(workspace, STOP_INI, STOP_INI_TEXT.encode())
+        where = f"codebench_witness={shlex.quote(str(self.plugin))}\n"
+        env = where + PREAMBLE + (self.cache.shell(self.writable) if self.cache else "")
+        write_new(workspace, f"{STATE}/env.sh", env.encode())
         line = f". ./{STATE}/env.sh && cd {TESTBED} && {OFFICIAL_TESTBED.sub('${CODEBENCH_TESTBED}', command)}"
         remaining = max(self.deadline - time.monotonic(), 1)
         return self.grading.run(phase, line, timeout=remaining, toolchain=self.environment, shared=self.shared)
@@ -158,13 +197,16 @@ class TreeRun:
         """Run the failed tests again, alone: those that pass now are flaky (Scorch has timing
         tests and unseeded random inputs). They are reported, and the verdict stands: the task
         asks for a suite that passes, as the official harness does."""
-        failed = str(verdict.figures["failed_tests"]).splitlines()
-        if not all("::" in test for test in failed):
+        failed = str(verdict.figures.get("failed_tests", "")).splitlines()
+        if not failed or not all("::" in test for test in failed):
             return verdict  # a collection error is not a test to select
         flaky: set[str] = set()
         for _ in range(reruns):
             result = self.execute("rerun", SUITE + " " + " ".join(shlex.quote(test) for test in failed))
-            report = junit.read(self.grading.workspace / JUNIT)
+            back = witness.read(self.grading.workspace, REPORTS)
+            report = (
+                back.witnessed.report(back.suite) if back.witnessed and back.witnessed.finished is not None else None
+            )
             if result.timed_out or report is None or report.tests != len(failed):
                 break  # the rerun could not select exactly those tests: it says nothing
             flaky |= set(failed) - set(report.failed)
@@ -182,3 +224,15 @@ class TreeRun:
             return {"compiler_cache": "none"}
         hits, misses = statistics(self.grading.workspace)
         return {"compiler_cache": self.cache.kind, "compiler_cache_hits": hits, "compiler_cache_misses": misses}
+
+
+def checked_shared(shared: dict[Path, bool], environment: Toolchain) -> dict[Path, bool]:
+    """``shared``, once sure that no folder writable by the commands holds the environment
+    (or lies in it): items share it, so one item's write would judge the next ones."""
+    if environment.prefix and environment.image is None:
+        prefix = Path(environment.prefix).resolve()
+        for folder, writable in shared.items():
+            where = folder.resolve()
+            if writable and (where == prefix or where in prefix.parents or prefix in where.parents):
+                raise HarnessError(f"{folder} would be writable to the commands, and it holds the environment {prefix}")
+    return shared
