@@ -5,11 +5,10 @@ runners and fixtures alike."""
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import re
 import secrets
-import shutil
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -17,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from . import cleanup
 from .once import LOCK_DIR, once
 from .options import RUN_DIR, Settings
 
@@ -58,17 +58,37 @@ class RunContext:
         return json.loads(path.read_text()).get("value") if path.exists() else None
 
 
+# Ids whose plain slug no other id shares keep it: a name needing no change that does not end
+# in ``_<digits>`` (``my_data``), and a case id of ``/``-joined parts without ``_`` with its
+# sample (``CUDA/3[0]`` -> ``CUDA_3_0``), whose slug always ends in ``_<digits>``.
+_UNCHANGED = re.compile(r"[\w.-]+")
+_CASE_ID = re.compile(r"[A-Za-z0-9.-]+(?:/[A-Za-z0-9.-]+)*\[\d+\]")
+MAX_SLUG = 100  # bytes; a file name may hold 255
+
+
 def slug(text: str) -> str:
-    """A file name for an item id (``CUDA/3[0]`` -> ``CUDA_3_0``)."""
-    return re.sub(r"[^\w.-]+", "_", text).strip("_") or "_"
+    """A file name for an item id (``CUDA/3[0]`` -> ``CUDA_3_0``), a different one for each id:
+    where slugging loses what tells ids apart (``Y/1[0]`` and ``Y_1[0]``), or the name would be
+    too long, ``.`` or ``..``, it ends with a hash of the id after a ``+``, which no plain slug holds."""
+    plain = re.sub(r"[^\w.-]+", "_", text).strip("_")
+    unchanged = _UNCHANGED.fullmatch(text) and plain == text and not re.search(r"_\d+\Z", text)
+    size = len(plain.encode())
+    if (unchanged or _CASE_ID.fullmatch(text)) and plain not in (".", "..") and size <= MAX_SLUG:
+        return plain
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:10]
+    start = plain.encode()[: MAX_SLUG - 11].decode("utf-8", "ignore")
+    return f"{start or '_'}+{digest}"
 
 
 def _new_run_dir(config: pytest.Config, settings: Settings) -> Path:
-    """A new folder for this run's logs and state. ``--collect-only`` grades nothing, so it
-    leaves no folder behind: its state goes to a temporary one, removed at exit."""
+    """A new folder for this run's logs and state, held for as long as this process lives.
+    Folders dead runs left (workspaces of a killed run, temporary sandboxes) are swept first.
+    ``--collect-only`` grades nothing, so it leaves no folder behind: its state goes to a
+    temporary one, removed at exit."""
+    cleanup.sweep_temporary()
     if config.option.collectonly:
-        path = Path(tempfile.mkdtemp(prefix="codebench-collect-"))
-        config.add_cleanup(lambda: shutil.rmtree(path, ignore_errors=True))
+        path = cleanup.held_tempdir("collect")
+        config.add_cleanup(lambda: _remove(path))
         return path
     run_id = time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(3)
     base = settings[RUN_DIR]
@@ -84,12 +104,22 @@ def _new_run_dir(config: pytest.Config, settings: Settings) -> Path:
         _prune(runs, KEEP_RUNS - 1)
     path = runs / run_id
     path.mkdir(parents=True, exist_ok=True)
+    cleanup.hold(path)
+    config.add_cleanup(lambda: cleanup.finish(path))
+    cleanup.sweep_runs(runs, current=path)
     return path.resolve()
 
 
+def _remove(path: Path) -> None:
+    cleanup.release(path)
+    cleanup.remove_tree(path)
+
+
 def _prune(runs: Path, keep: int) -> None:
-    """Remove all but the newest ``keep`` run folders (their names sort by time)."""
+    """Remove all but the newest ``keep`` run folders (their names sort by time), but a
+    concurrent run's."""
     if not runs.is_dir():
         return
     for old in sorted(path for path in runs.iterdir() if path.is_dir())[: -keep or None]:
-        shutil.rmtree(old, ignore_errors=True)
+        if not cleanup.is_held(old):
+            cleanup.remove_tree(old)

@@ -10,6 +10,7 @@ and an id that cannot be given back on the command line.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,6 @@ import pytest
 
 from .benchmark import Benchmark
 from .cases import Case, Dataset
-from .context import slug
 from .errors import DatasetError, HarnessError
 from .verdict import Status, Verdict
 
@@ -32,7 +32,10 @@ def dataset_nodeid(benchmark: str, path: Path) -> str:
     name = path.name
     while Path(name).suffix.lower() in STORAGE_SUFFIXES:
         name = name[: -len(Path(name).suffix)]
-    return f"{benchmark}/{slug(name.replace('.', '_'))}"
+    # Readable rather than one-to-one (unlike context.slug): two datasets in one run are rare,
+    # and pytest keeps their items apart by their paths anyway.
+    readable = re.sub(r"[^\w-]+", "_", name).strip("_")
+    return f"{benchmark}/{readable}"
 
 
 def dataset_args(args: Sequence[str], nodeid: str, path: Path) -> list[str]:
@@ -100,7 +103,7 @@ class CodebenchItem(pytest.Function):
         parent = self.parent
         assert isinstance(parent, DatasetFile)
         self.dataset: Dataset = parent.dataset
-        if case.timeout is not None:
+        if case.timeout is not None and case.error is None:  # a bad record's timeout is not one
             # pytest-timeout is the backstop against a hung harness step, not the grader's
             # clock: the benchmark's own timeouts fire first and give the precise outcome.
             self.add_marker(pytest.mark.timeout(case.timeout))

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import stat
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -18,8 +20,11 @@ from filelock import FileLock, Timeout
 
 from .errors import DatasetError, HarnessError
 
-# Machine-wide slot pools (build slots, GPUs) are shared by every run on the machine.
-LOCK_DIR = Path(tempfile.gettempdir()) / "pytest-codebench-locks"
+# Slot pools (build slots, GPUs) are shared by every run of this user on the machine. One
+# folder per user, only theirs (0700): a folder shared by users would need lock files every
+# user can write, which another user could hold or replace. Runs of different users do not
+# wait for each other's slots.
+LOCK_DIR = Path(tempfile.gettempdir()) / f"pytest-codebench-locks-{os.geteuid()}"
 
 
 def once(directory: Path, key: str, compute: Callable[[], Any]) -> Any:
@@ -57,7 +62,7 @@ class SlotPool:
     """
 
     def __init__(self, directory: Path, name: str, labels: Sequence[str]) -> None:
-        directory.mkdir(parents=True, exist_ok=True)
+        lock_folder(directory)
         self.name = name
         self.slots = [(label, FileLock(str(directory / f"{name}-{label}.lock"))) for label in labels]
 
@@ -80,3 +85,23 @@ class SlotPool:
                 raise HarnessError(f"waited {timeout:.0f} s for a free {self.name} slot")
             time.sleep(delay)
             delay = min(delay * 2, 0.1)
+
+
+def lock_folder(path: Path) -> Path:
+    """``path``, made if need be, checked to be a folder of this user's that only they can
+    use; a clear :class:`HarnessError` where it cannot be (another user made it first)."""
+    user = os.geteuid()
+    try:
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        info = os.lstat(path)
+        if not stat.S_ISDIR(info.st_mode) or info.st_uid != user:
+            owner = f"uid {info.st_uid}'s" if info.st_uid != user else "not a folder"
+            raise HarnessError(
+                f"the lock folder {path} is {owner}, not a folder of this user (uid {user}): "
+                "remove it, or set TMPDIR to a folder of your own"
+            )
+        if stat.S_IMODE(info.st_mode) & 0o077:
+            os.chmod(path, 0o700)
+    except OSError as exc:
+        raise HarnessError(f"cannot use the lock folder {path}: {exc.strerror}") from None
+    return path

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
+import gzip
 import hashlib
+import io
 import json
+import math
+import re
 import tarfile
 import zlib
 from collections.abc import Iterator, Sequence
@@ -12,6 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from .errors import DatasetError
+
+# No timeout or limit a dataset gives may exceed a day: larger ones are typos or attacks (1e300
+# overflows pytest-timeout's timer and ends the whole session).
+MAX_SECONDS = 86400.0
+# What a datapack may expand to, and what one member read into memory may hold: real
+# datapacks are a few megabytes; a gzip bomb expands a small file to gigabytes.
+MAX_UNPACKED = 256 << 20
 
 
 @dataclasses.dataclass(frozen=True)
@@ -34,7 +45,7 @@ def read_jsonl(label: str, data: bytes) -> Iterator[Line]:
             raw += b"\n"  # writers end every line with one; the last may have lost it
         try:
             value = json.loads(raw)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        except ValueError as exc:  # also a number of thousands of digits, which int() refuses
             yield Line(number, raw, None, DatasetError(label, f"not valid JSON ({exc})", line=number))
             continue
         if not isinstance(value, dict):
@@ -77,6 +88,9 @@ def read_records(label: str, data: bytes) -> Iterator[Line]:
                 raise json.JSONDecodeError("expected ',' or ']'", text, position)
     except json.JSONDecodeError as exc:
         raise DatasetError(label, f"not a valid JSON array ({exc.msg})", line=exc.lineno) from None
+    except ValueError as exc:  # a number of thousands of digits
+        number = text.count("\n", 0, position) + 1
+        raise DatasetError(label, f"not a valid JSON array ({exc})", line=number) from None
 
 
 def _skip_space(text: str, position: int) -> int:
@@ -115,6 +129,32 @@ def optional(record: dict[str, Any], field: str, kind: type | tuple[type, ...], 
     return require(record, field, kind, label, line)
 
 
+def seconds(record: dict[str, Any], field: str, label: str, line: int, *, required: bool = False) -> float | None:
+    """``record[field]``, a number of seconds above 0 and at most :data:`MAX_SECONDS`
+    (None when absent and not ``required``)."""
+    value = (
+        require(record, field, (int, float), label, line)
+        if required
+        else optional(record, field, (int, float), label, line)
+    )
+    if value is None:
+        return None
+    # NaN, Infinity and 1e400 (read as inf) are numbers to Python's json: none passes this.
+    if not (math.isfinite(value) and 0 < value <= MAX_SECONDS):
+        raise DatasetError(
+            label, f"must be above 0 and at most {MAX_SECONDS:g} seconds, not {value!r}", line=line, field=field
+        )
+    return float(value)
+
+
+def version(record: dict[str, Any], field: str, label: str, line: int) -> str | None:
+    """``record[field]``, a version such as ``12.4`` (None when absent)."""
+    value = optional(record, field, str, label, line)
+    if value is not None and not re.fullmatch(r"\d{1,4}(\.\d{1,4}){0,3}", value):
+        raise DatasetError(label, f"not a version such as 12.4: {value[:40]!r}", line=line, field=field)
+    return value  # type: ignore[no-any-return]  # optional() checked it is a str
+
+
 def file_list(record: dict[str, Any], field: str, label: str, line: int) -> list[dict[str, str]]:
     """A list of ``{"path": str, "content": str}`` objects."""
     files = require(record, field, list, label, line)
@@ -130,25 +170,57 @@ def file_list(record: dict[str, Any], field: str, label: str, line: int) -> list
 
 def archive_members(path: Path, names: Sequence[str]) -> dict[str, bytes]:
     """The members of a .tar.gz datapack whose base names are ``names`` (at any depth), read
-    into memory: nothing is extracted, so member names can never write outside."""
+    into memory: nothing is extracted, so member names can never write outside. Reading stops
+    once the archive has expanded past :data:`MAX_UNPACKED` bytes (a gzip bomb)."""
     found: dict[str, bytes] = {}
+    limit = f"{MAX_UNPACKED >> 20} MiB"
     try:
-        compressed = path.name.endswith(("gz", ".tgz"))
-        with tarfile.open(path, "r:gz" if compressed else "r:") as archive:
-            for member in archive:
-                name = member.name.rsplit("/", 1)[-1]
-                if name in names and member.isfile():
+        with path.open("rb") as raw:
+            compressed = path.name.endswith(("gz", ".tgz"))
+            stream = _Capped(gzip.GzipFile(fileobj=raw, mode="rb") if compressed else raw, MAX_UNPACKED)
+            # Stream mode: read once, front to back, through the cap; never seeks back.
+            with tarfile.open(fileobj=io.BufferedReader(stream), mode="r|") as archive:
+                for member in archive:
+                    name = member.name.rsplit("/", 1)[-1]
+                    if name not in names or not member.isfile():
+                        continue
                     if name in found:
                         raise DatasetError(path, f"holds {name} twice")
+                    if member.size > MAX_UNPACKED:
+                        raise DatasetError(path, f"{name} is larger than {limit} ({member.size} bytes)")
                     extracted = archive.extractfile(member)
                     assert extracted is not None
-                    found[name] = extracted.read()
+                    found[name] = extracted.read(MAX_UNPACKED + 1)
+    except _TooLarge:
+        raise DatasetError(path, f"expands past {limit}: not read (a datapack is a few MB)") from None
     except (tarfile.TarError, OSError, EOFError, zlib.error) as exc:
         raise DatasetError(path, f"not a readable .tar.gz datapack ({exc})") from None
     missing = [name for name in names if name not in found]
     if missing:
         raise DatasetError(path, f"the datapack has no {', '.join(missing)}")
     return found
+
+
+class _TooLarge(Exception):
+    pass
+
+
+class _Capped(io.RawIOBase):
+    """A readable stream that raises :class:`_TooLarge` once more than ``limit`` bytes came out."""
+
+    def __init__(self, stream: Any, limit: int) -> None:
+        self._stream = stream
+        self._left = limit
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        count: int = self._stream.readinto(buffer)
+        self._left -= count
+        if self._left < 0:
+            raise _TooLarge
+        return count
 
 
 def is_archive(path: Path) -> bool:
