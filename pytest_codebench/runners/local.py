@@ -122,7 +122,9 @@ class LocalRunner(Runner):
         self.state = sandbox_state(context.settings, context.run_dir)
         if self.state.plan is None and context.settings[bwrap.SANDBOX] == "bwrap":
             raise HarnessError(f"--codebench-sandbox bwrap, but no sandbox can run here: {self.state.why}")
-        self._handed: set[Path] = set()  # writable shared folders already given to the sandbox's uid
+        # Shared folders already given to the sandbox's uid, read-only ones too: what an unconfined run
+        # cached there as the caller (sccache keeps files 0600) must stay readable to the sandbox.
+        self._handed: set[Path] = set()
         if self.state.plan is None:
             _prctl()  # loaded before any fork: the child only calls it
 
@@ -157,7 +159,7 @@ class LocalRunner(Runner):
         shared = how.get("shared") or {}
         if plan.user is not None:
             bwrap.hand_over(cwd, plan.user)
-            for folder in (path for path, writable in shared.items() if writable and path not in self._handed):
+            for folder in (path for path in shared if path not in self._handed):
                 bwrap.hand_over(folder, plan.user)
                 self._handed.add(folder)
         read, write = os.pipe()

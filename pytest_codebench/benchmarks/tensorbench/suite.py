@@ -123,7 +123,10 @@ class TreeRun:
         cache (writable for the baseline alone). Never the environment, which items share."""
         shared = {self.plugin: False}
         if self.cache:
-            shared[self.cache.directory] = self.writable
+            # sccache touches an entry it reads, and a read-only mount turns every hit into a
+            # cache error: its folder stays writable to items, sccache itself told to only read
+            # (SCCACHE_LOCAL_RW_MODE). ccache reads from a read-only mount as it is.
+            shared[self.cache.directory] = self.writable or self.cache.kind == "sccache"
         return checked_shared(shared, self.environment)
 
     def run(self, run_tests: str | None, reruns: int) -> Verdict:
