@@ -194,7 +194,10 @@ class TreeRun:
         write_new(workspace, f"{STATE}/env.sh", env.encode())
         line = f". ./{STATE}/env.sh && cd {TESTBED} && {OFFICIAL_TESTBED.sub('${CODEBENCH_TESTBED}', command)}"
         remaining = max(self.deadline - time.monotonic(), 1)
-        return self.grading.run(phase, line, timeout=remaining, toolchain=self.environment, shared=self.shared)
+        # The task's setup commands install what its suite needs (real Scorch's: pip install
+        # pytest-xdist), as the official image's build does: they alone reach the network.
+        how: RunHow = {"toolchain": self.environment, "shared": self.shared, "network": phase == "setup"}
+        return self.grading.run(phase, line, timeout=remaining, **how)
 
     def _rerun(self, verdict: Verdict, reruns: int) -> Verdict:
         """Run the failed tests again, alone: those that pass now are flaky (Scorch has timing
