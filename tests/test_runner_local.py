@@ -17,7 +17,15 @@ def runner(run_context) -> LocalRunner:
 
 
 def alive(marker: str) -> bool:
-    return subprocess.run(["pgrep", "-f", marker], capture_output=True).returncode == 0
+    """Whether a process matching ``marker`` still lives 5 s on: SIGKILL reaches a sandbox's
+    processes as its namespace goes, which on a busy machine takes a moment after bwrap is
+    reaped; a leftover the runner missed would sleep for 300 s."""
+    deadline = time.monotonic() + 5
+    while subprocess.run(["pgrep", "-f", marker], capture_output=True).returncode == 0:
+        if time.monotonic() > deadline:
+            return True
+        time.sleep(0.1)
+    return False
 
 
 def test_exit_codes_and_signals(runner, tmp_path):

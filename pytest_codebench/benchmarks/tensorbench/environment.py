@@ -188,6 +188,11 @@ class Provisioner:
                 found = Baseline(
                     outcome=verdict.outcome.value, failed=failed, passed=passed, hooks=hooks, figures=verdict.figures
                 )
+                if seen is None:
+                    # The suite never ran (a setup command that could not reach the network,
+                    # say): nothing was filled or learnt, and the next item tries again rather
+                    # than every later run trusting an empty baseline.
+                    return found
                 marker.write_text(json.dumps(found))
         baseline: Baseline = json.loads(marker.read_text())
         return baseline
