@@ -17,8 +17,8 @@ from .checkout import Mirror, resolve_url
 from .cleanup import remove_tree
 from .context import SETTINGS_KEY, RunContext, slug
 from .errors import DatasetError, HarnessError
+from .gpu_scheduler import GpuScheduler
 from .grading import EXPOSURE_KEY, VERDICT_KEY, Exposure, Grading
-from .once import SlotPool
 from .options import BENCHMARK, CACHE_DIR, KEEP_WORKSPACES, REPO
 from .runners import GpuProbe, Runner, RunResult
 from .session import STATE_KEY, CodebenchSession
@@ -259,5 +259,7 @@ def gpu_container(codebench_container: Container) -> Iterator[Container]:
     if "gpus" not in probe:
         pytest.skip(probe.get("error", "no GPU"))
     ids = [str(gpu["index"]) for gpu in probe["gpus"]]
-    with SlotPool(codebench_container.runner.context.lock_dir, "gpu", ids).acquire(GPU_WAIT_SECONDS) as gpu:
+    # Alone on the GPU, as a timing phase is: the test may measure.
+    scheduler = GpuScheduler(codebench_container.runner.context.lock_dir, ids, slots=None)
+    with scheduler.exclusive(GPU_WAIT_SECONDS) as gpu:
         yield dataclasses.replace(codebench_container, gpu=gpu)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Generic, Literal, TypeVar
 
@@ -150,14 +151,38 @@ def percent(text: str) -> float:
     return value
 
 
-FAIL_UNDER: Option[float | None] = Option(
+@dataclasses.dataclass(frozen=True)
+class Threshold:
+    """``--codebench-fail-under``'s bar: the benchmark's score (``name`` None), or one of the
+    named scores it reports (``fast_1.0=40``), in percent."""
+
+    name: str | None
+    value: float
+
+    def __str__(self) -> str:  # as given, for the terminal and the JSON report's options
+        return f"{self.name}={self.value:g}" if self.name else f"{self.value:g}"
+
+
+# A named score: letters and underscores, then an optional number (fast_1.0, fast_2).
+SCORE_NAME = re.compile(r"[a-z][a-z_]*(?:[0-9]+(?:\.[0-9]+)?)?")
+
+
+def threshold(text: str) -> Threshold:
+    """``40`` (the benchmark's score) or ``NAME=40`` (a named score), in percent."""
+    name, equals, value = text.strip().rpartition("=")
+    if equals and not SCORE_NAME.fullmatch(name.strip()):
+        raise ValueError(f"not a score name: {name.strip()!r} (expected NAME=PERCENT, e.g. fast_1.0=40)")
+    return Threshold(name.strip() or None, percent(value.strip()))
+
+
+FAIL_UNDER: Option[Threshold | None] = Option(
     "fail-under",
-    "Exit status follows the benchmark's score (in percent) instead of the items; any harness error "
-    "fails it too, unless --codebench-allow-errors.",
+    "Exit status follows the benchmark's score (in percent) instead of the items, or a named score "
+    "it reports with NAME=PERCENT (ComputeEval: fast_1.0=40); any harness error fails it too, unless "
+    "--codebench-allow-errors.",
     None,
-    percent,
+    threshold,
     "SCORE",
-    ini_type="float",
 )
 ALLOW_ERRORS = bool_option(
     "allow-errors",
@@ -201,6 +226,15 @@ REPO = text_option(
     "Clone this URL or path instead of the tasks' own repository URL (a local mirror; offline).",
     metavar="URL_OR_PATH",
 )
+ADAPTIVE_TRIALS = Option(
+    "adaptive-trials",
+    "Stop timing a speedup once its interval has decided it (wholly above or below the bars, or narrow); "
+    "--no-codebench-adaptive-trials always runs every trial.",
+    True,
+    parse_bool,
+    flag=True,
+    ini_type="bool",
+)
 
 CORE_OPTIONS: tuple[Option[Any], ...] = (
     BENCHMARK,
@@ -218,6 +252,7 @@ CORE_OPTIONS: tuple[Option[Any], ...] = (
     KEEP_WORKSPACES,
     CACHE_DIR,
     REPO,
+    ADAPTIVE_TRIALS,
 )
 
 

@@ -45,11 +45,14 @@ class ItemResult(TypedDict):
 @dataclasses.dataclass(frozen=True)
 class Summary:
     """A benchmark's account of a run: lines for the terminal, figures for the JSON report,
-    and the score (in percent) that ``--codebench-fail-under`` compares against."""
+    the score (in percent) that ``--codebench-fail-under PERCENT`` compares against, and the
+    named scores (in percent) that ``--codebench-fail-under NAME=PERCENT`` does (ComputeEval's
+    ``fast_1.0``...; only those this run computed)."""
 
     lines: list[str]
     metrics: dict[str, Any]
     score: float | None
+    scores: dict[str, float] = dataclasses.field(default_factory=dict)
 
 
 class RunInfo(TypedDict):
@@ -143,7 +146,8 @@ def cause(result: ItemResult) -> str:
     item's own task id, line numbers, and the details after a ';' or a ' ('."""
     reason = (result["reason"] or "no reason given").strip().splitlines()[0]
     for name in sorted({result["id"], result["task_id"]} - {""}, key=len, reverse=True):
-        reason = reason.replace(name, "<task>")
+        # Whole names only: task "E" must not eat the E of "COMPUTE_EVAL", nor CUDA/3 the start of CUDA/31.
+        reason = re.sub(rf"(?<!\w){re.escape(name)}(?!\w)", "<task>", reason)
     reason = re.sub(r"(\.\w+):\d+\b", r"\1:<line>", reason)
     return re.split(r";| \(", reason)[0][:160]
 
@@ -189,6 +193,7 @@ def write_report(path: Path, run: RunInfo, results: list[ItemResult], summary: S
         "environment": run["environment"],
         "counts": counts(results),
         "score": summary.score,
+        "scores": summary.scores,
         "metrics": summary.metrics,
         "items": sorted(results, key=lambda result: result["nodeid"]),
     }

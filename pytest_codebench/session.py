@@ -13,7 +13,7 @@ from .benchmark import Benchmark
 from .context import RunContext
 from .grading import EXPOSURE_KEY, VERDICT_KEY, Exposure
 from .items import CodebenchItem, DatasetFile, place_skip
-from .options import ALLOW_ERRORS, FAIL_UNDER, REPORT, RUNNER, Settings
+from .options import ALLOW_ERRORS, FAIL_UNDER, REPORT, RUNNER, Settings, Threshold
 from .reporting import (
     ItemResult,
     RunInfo,
@@ -134,20 +134,11 @@ class CodebenchSession:
             return None
         return not self.fail_under_shortfalls(bar)
 
-    def fail_under_shortfalls(self, bar: float) -> list[str]:
+    def fail_under_shortfalls(self, bar: Threshold) -> list[str]:
         """Why the run does not meet ``--codebench-fail-under``: nothing when it does."""
         assert self.summary is not None
-        why = []
-        score = self.summary.score
-        if score is None or score < bar:
-            why.append("no score" if score is None else f"the score is under {bar:g}%")
         errors = sorted(result["id"] for result in self.results if outcome_of(result) is Outcome.ERROR)
-        if errors and not self.settings[ALLOW_ERRORS]:
-            why.append(
-                f"{len(errors)} item(s) ended in a harness error ({examples(errors)}); "
-                f"{ALLOW_ERRORS.cli} lets the score alone decide"
-            )
-        return why
+        return fail_under_shortfalls(bar, self.summary, errors, self.settings[ALLOW_ERRORS])
 
     def pytest_unconfigure(self) -> None:
         if "runner" in self.__dict__:
@@ -162,9 +153,10 @@ class CodebenchSession:
             write(line)
         bar = self.settings[FAIL_UNDER]
         if bar is not None:
-            score = "n/a" if self.summary.score is None else f"{self.summary.score:.2f}%"
+            score = compared_score(bar, self.summary)
+            shown = "n/a" if score is None else f"{score:.2f}%"
             shortfalls = self.fail_under_shortfalls(bar)
-            write(f"fail-under {bar:g}%: score {score}, {'NOT met' if shortfalls else 'met'}")
+            write(f"fail-under {bar}%: {bar.name or 'score'} {shown}, {'NOT met' if shortfalls else 'met'}")
             if shortfalls:
                 write("fail-under NOT met because " + "; and ".join(shortfalls))
         write(f"logs: {self.context.run_dir / 'logs'}")
@@ -177,3 +169,29 @@ class CodebenchSession:
         """A worker that died took its item with it: harness trouble, reported as an error."""
         report.when = "setup"  # an error, in the terminal and JUnit alike
         report.codebench = crash_result(report.nodeid)  # type: ignore[attr-defined]
+
+
+def compared_score(bar: Threshold, summary: Summary) -> float | None:
+    """The score ``bar`` compares: the benchmark's, or the named one; None when not reported."""
+    return summary.score if bar.name is None else summary.scores.get(bar.name)
+
+
+def fail_under_shortfalls(bar: Threshold, summary: Summary, errors: list[str], allow_errors: bool) -> list[str]:
+    """Why a run does not meet ``bar``: nothing when it does. ``errors``: the ids of items that
+    ended in a harness error, which fail it unless ``allow_errors``. A named score the run did
+    not report fails it, saying which names it has: a typo must not pass a gate silently."""
+    why = []
+    score = compared_score(bar, summary)
+    if bar.name is not None and score is None:
+        names = ", ".join(sorted(summary.scores)) or "none"
+        why.append(f"this run reports no score named {bar.name} (its named scores: {names})")
+    elif score is None:
+        why.append("no score")
+    elif score < bar.value:
+        why.append(f"{bar.name or 'the score'} is under {bar.value:g}%")
+    if errors and not allow_errors:
+        why.append(
+            f"{len(errors)} item(s) ended in a harness error ({examples(errors)}); "
+            f"{ALLOW_ERRORS.cli} lets the score alone decide"
+        )
+    return why

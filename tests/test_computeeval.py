@@ -283,6 +283,12 @@ def test_help_groups_options_with_their_ini_twins(pytester):
         "--codebench-fail-under=SCORE",
         "--codebench-report=PATH",
         "--codebench-run-without-gpu",
+        "--codebench-perf",
+        "--codebench-profiler=cupti|ncu|none",
+        "--codebench-max-speedup=X",
+        "--codebench-accept-suspect",
+        "--codebench-perf-trials=N",
+        "--codebench-perf-warmup=N",
     ):
         assert flag in codebench
     for ini in (
@@ -291,6 +297,9 @@ def test_help_groups_options_with_their_ini_twins(pytester):
         "codebench_k",
         "codebench_fail_under",
         "codebench_run_without_gpu",
+        "codebench_perf",
+        "codebench_profiler",
+        "codebench_max_speedup",
     ):
         assert f"\n  {ini} " in help
     fixtures = pytester.runpytest("--fixtures").stdout.str()

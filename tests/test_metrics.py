@@ -1,9 +1,11 @@
 from __future__ import annotations
 
 import itertools
+import json
 import math
 from pathlib import Path
 
+import packs
 import pytest
 
 from pytest_codebench.benchmark import Sample, join_samples
@@ -12,9 +14,10 @@ from pytest_codebench.benchmarks.pie.report import summarize as summarize_pie
 from pytest_codebench.cases import Case
 from pytest_codebench.grading import Exposure, Grading
 from pytest_codebench.metrics import describe_excluded, describe_pass_at_k, pass_at_k, pass_at_ks
-from pytest_codebench.options import CACHE_DIR, percent
-from pytest_codebench.reporting import ItemResult, item_result
+from pytest_codebench.options import CACHE_DIR, Threshold, percent, threshold
+from pytest_codebench.reporting import ItemResult, Summary, cause, item_result
 from pytest_codebench.runners.local import LocalRunner
+from pytest_codebench.session import compared_score, fail_under_shortfalls
 from pytest_codebench.verdict import Outcome, Verdict
 
 
@@ -138,7 +141,89 @@ def test_every_task_gets_a_case_and_a_missing_one_says_so():
 def test_fail_under_must_be_a_percentage(text):
     with pytest.raises(ValueError, match="percentage"):
         percent(text)
+    with pytest.raises(ValueError, match="percentage"):
+        threshold(f"fast_1.0={text}")
     assert percent("0") == 0 and percent("100") == 100
+
+
+def test_fail_under_takes_a_plain_percentage_or_a_named_one():
+    assert threshold(" 40 ") == Threshold(None, 40.0)
+    assert threshold("fast_1.0=40") == Threshold("fast_1.0", 40.0)
+    assert threshold("fast_2 = 12.5") == Threshold("fast_2", 12.5)
+    assert str(threshold("fast_1.5=40")) == "fast_1.5=40" and str(threshold("40")) == "40"
+
+
+@pytest.mark.parametrize("text", ["=40", "Fast_1.0=40", "fast-1.0=40", "fast_1..0=40", "1.0=40", "a=b=40"])
+def test_a_named_fail_under_needs_a_score_name(text):
+    with pytest.raises(ValueError, match="not a score name"):
+        threshold(text)
+
+
+def test_a_bad_named_fail_under_is_a_usage_error_naming_its_source(pytester):
+    result = pytester.runpytest_subprocess("--codebench=computeeval", "--codebench-fail-under", "fast 1=5")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--codebench-fail-under=fast 1=5: not a score name: 'fast 1'*"])
+    pytester.makeini("[pytest]\ncodebench_fail_under = fast_1.0=abc\n")
+    from_ini = pytester.runpytest_subprocess("--codebench=computeeval")
+    assert from_ini.ret == pytest.ExitCode.USAGE_ERROR
+    from_ini.stderr.fnmatch_lines(["*codebench_fail_under (ini)=fast_1.0=abc: *"])
+
+
+# -- the fail-under check: made-up summaries --------------------------------------------------
+
+
+def summary(score: float | None, **scores: float) -> Summary:
+    return Summary(lines=[], metrics={}, score=score, scores=dict(scores))
+
+
+def test_a_named_fail_under_compares_the_named_score():
+    named = summary(90.0, **{"fast_1.0": 40.0, "fast_1.5": 10.0})
+    assert fail_under_shortfalls(Threshold("fast_1.0", 40), named, [], False) == []
+    assert fail_under_shortfalls(Threshold("fast_1.5", 40), named, [], False) == ["fast_1.5 is under 40%"]
+    assert compared_score(Threshold("fast_1.5", 40), named) == 10.0
+    # A plain number keeps comparing the benchmark's score (pass@1), not a named one.
+    assert fail_under_shortfalls(Threshold(None, 95), named, [], False) == ["the score is under 95%"]
+    assert fail_under_shortfalls(Threshold(None, 90), named, [], False) == []
+
+
+def test_a_named_score_the_run_does_not_report_fails_saying_which_it_has():
+    named = summary(90.0, **{"fast_1.0": 40.0, "fast_1.5": 10.0})
+    assert fail_under_shortfalls(Threshold("fast_3.0", 0), named, [], False) == [
+        "this run reports no score named fast_3.0 (its named scores: fast_1.0, fast_1.5)"
+    ]
+    assert fail_under_shortfalls(Threshold("fast_1.0", 0), summary(90.0), [], True) == [
+        "this run reports no score named fast_1.0 (its named scores: none)"
+    ]
+
+
+def test_a_named_fail_under_still_fails_on_a_harness_error_unless_allowed():
+    named = summary(None, **{"fast_1.0": 50.0})
+    shortfalls = fail_under_shortfalls(Threshold("fast_1.0", 40), named, ["T/2[0]"], False)
+    assert shortfalls == [
+        "1 item(s) ended in a harness error (T/2[0]); --codebench-allow-errors lets the score alone decide"
+    ]
+    assert fail_under_shortfalls(Threshold("fast_1.0", 40), named, ["T/2[0]"], True) == []
+    assert fail_under_shortfalls(Threshold(None, 40), named, [], True) == ["no score"]
+
+
+def test_a_named_fail_under_the_benchmark_does_not_report_fails_the_run(pytester, codebench):
+    dataset = packs.write_problems(pytester.path / "p-problems.tar.gz", [packs.problem("T/1")])
+    answers = packs.write_solutions(pytester.path / "s-solutions.tar.gz", [packs.solution("T/1", packs.RIGHT)])
+    args = ["--codebench-dataset", str(dataset), "--codebench-solutions", str(answers), "--codebench-run-without-gpu"]
+    run = codebench(*args, "--codebench-fail-under", "fast_1.0=40", "--codebench-report", "report.json")
+    assert run.items["T/1[0]"]["status"] == "passed"
+    assert run.result.ret == pytest.ExitCode.TESTS_FAILED  # all passed, yet no such score: not met
+    run.result.stdout.fnmatch_lines(
+        [
+            "fail-under fast_1.0=40%: fast_1.0 n/a, NOT met",
+            "fail-under NOT met because this run reports no score named fast_1.0 (its named scores: none)",
+        ]
+    )
+    report = json.loads((pytester.path / "report.json").read_text())
+    assert report["scores"] == {} and report["options"]["fail-under"] == "fast_1.0=40"
+    met = codebench(*args, "--codebench-fail-under", "100")
+    assert met.result.ret == pytest.ExitCode.OK
+    met.result.stdout.fnmatch_lines(["fail-under 100%: score 100.00%, met"])
 
 
 def test_pie_counts_a_candidates_skip_or_error_as_wrong_unless_excused():
@@ -156,3 +241,14 @@ def test_pie_counts_a_candidates_skip_or_error_as_wrong_unless_excused():
     summary = summarize_pie(results, bar=1.5, ks=[1])
     assert summary.score == 50.0
     assert "this machine can grade 2 of 3 rows; left out (every candidate excused): p3/c" in summary.lines
+
+
+def test_a_cause_leaves_out_the_items_own_task_id_as_a_whole_name_only():
+    def reason_of(task: str, reason: str) -> str:
+        made = result(task, Outcome.SKIPPED)
+        made["reason"] = reason
+        return cause(made)
+
+    assert reason_of("CUDA/3", "CUDA/3 needs sm_90 (this GPU: sm_80)") == "<task> needs sm_90"
+    assert reason_of("CUDA/3", "like CUDA/31, no GPU") == "like CUDA/31, no GPU"
+    assert reason_of("E", "no COMPUTE_EVAL_TIME_MS line from E[0]") == "no COMPUTE_EVAL_TIME_MS line from <task>"

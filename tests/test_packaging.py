@@ -266,8 +266,12 @@ def test_the_wheel_holds_the_plugin_and_its_samples_and_nothing_else(wheel: Path
         name for name in names if not name.startswith("pytest_codebench/datasets/") and ".dist-info/" not in name
     }
     dockerfiles = {str(p.relative_to(ROOT)) for p in (ROOT / "pytest_codebench" / "images").glob("*.Dockerfile")}
-    guard = {"pytest_codebench/benchmarks/guard/main_guard.c"}  # built where the commands run
-    assert package == modules | dockerfiles | guard | {"pytest_codebench/py.typed"}
+    # Preload libraries' sources, built where the commands run.
+    preloads = {
+        "pytest_codebench/benchmarks/guard/main_guard.c",
+        "pytest_codebench/benchmarks/profiler/cupti_profile.cpp",
+    }
+    assert package == modules | dockerfiles | preloads | {"pytest_codebench/py.typed"}
     samples = {
         name.removeprefix("pytest_codebench/datasets/")
         for name in names

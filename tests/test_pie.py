@@ -14,10 +14,9 @@ import pytest
 import yaml
 
 from conftest import Run
-from pytest_codebench.benchmarks.pie import accuracy, bootstrap_ratio, normalise_code
+from pytest_codebench.benchmarks.pie import accuracy, normalise_code
 from pytest_codebench.benchmarks.pie.config import EvalConfig, overrides, read_config
 from pytest_codebench.benchmarks.pie.load import PieRow
-from pytest_codebench.benchmarks.pie.measure import interleave, net_ratio, noise_floor, speedup_figures
 from pytest_codebench.benchmarks.pie.report import best_at_k
 from pytest_codebench.benchmarks.pie.rules import ProgramRun, judge, speed_verdict
 from pytest_codebench.errors import DatasetError
@@ -110,7 +109,8 @@ def test_each_candidate_gets_its_own_outcome(pytester: pytest.Pytester, pie: Pie
     assert "test case 0: exited 3" in message["p1/s1[3]"]
     assert "test case 0: ran past 3 s" in message["p1/s1[4]"]
     passed = run.items["p1/s1[0]"]["properties"]
-    assert passed["metric"] == "wall" and int(passed["trials"]) == 5
+    # 6 trials less 1 ignored leave the 5 a decision needs: decided (or not) at the cap.
+    assert passed["metric"] == "wall" and passed["trials"] == passed["trials_cap"] == "6"
     assert 1.0 < float(passed["ci_low"]) <= float(passed["speedup"]) <= float(passed["ci_high"])
     assert float(passed["candidate_acc"]) == 1.0 and float(passed["startup_ms"]) > 0
     run.result.stdout.fnmatch_lines(
@@ -180,7 +180,7 @@ def test_config_keys_are_pies_and_can_be_overridden(pytester: pytest.Pytester, p
     run = pie(write_pie(pytester.path / "bad", [], num_trails=3))
     assert "unknown eval-config key 'num_trails'" in run.output and "Traceback" not in run.output
     run = pie(config, "--codebench-pie", "num_trials=4 ignore_first_k=2")
-    assert run.items["p1/s1[0]"]["properties"]["trials"] == "2"  # a string candidate, 4 trials less 2
+    assert run.items["p1/s1[0]"]["properties"]["trials"] == "4"  # a string candidate, 4 trials run (2 ignored)
     assert "unknown eval-config key 'trials'" in pie(config, "--codebench-pie", "trials=4").output
 
 
@@ -256,11 +256,8 @@ def test_pies_line_rule(expected: str, actual: str, score: float) -> None:
     assert accuracy(expected, actual)[0] == score
 
 
-def test_the_join_key_and_the_interval() -> None:
+def test_the_join_key() -> None:
     assert normalise_code("\n a\n\n\n\nb \n") == "a\n\nb"
-    speedup, low, high = bootstrap_ratio([10.0, 11.0, 9.0, 10.5, 12.0], [5.0, 5.5, 4.5, 5.0, 4.0])
-    assert speedup == 2.0 and low == 2.0 and high == 3.0  # paired ratios 2, 2, 2, 2.1, 3
-    assert bootstrap_ratio([3.0], [1.5]) == (2.0, 2.0, 2.0)
 
 
 def test_overrides_are_shell_words_of_checked_keys() -> None:
@@ -355,28 +352,6 @@ def test_faster_means_the_whole_interval_above_one(
 ) -> None:
     decided, reason = speed_verdict({"metric": "wall", **figures}, bar)
     assert decided is outcome and says in reason
-
-
-def test_interleaving_rotates_the_order_and_sums_each_trial() -> None:
-    calls = []
-
-    def measure(contender: str, unit: int) -> float:
-        calls.append((contender, unit))
-        return {"slow": 10.0, "fast": 2.0}[contender] * unit
-
-    totals = interleave(["slow", "fast"], [1, 2], trials=3, measure=measure)
-    assert totals == {"slow": [30.0, 30.0, 30.0], "fast": [6.0, 6.0, 6.0]}
-    # Side by side on each unit, the first to run taking turns from trial to trial.
-    assert calls[:8] == [
-        ("slow", 1),
-        ("fast", 1),
-        ("slow", 2),
-        ("fast", 2),
-        ("fast", 1),
-        ("slow", 1),
-        ("fast", 2),
-        ("slow", 2),
-    ]
 
 
 def test_the_speedup_counts_interpreter_startup_as_pie_does(pytester: pytest.Pytester, pie: PieRun) -> None:
@@ -582,38 +557,67 @@ def test_what_a_run_means(run: ProgramRun, outcome: str | None) -> None:
     assert (failure.outcome.value if failure else None) == outcome
 
 
-def test_the_noise_floor_and_the_net_ratio() -> None:
-    # Three trials of two runs each; start-up sums spread by 2 ms: the floor is 6 ms.
-    startup = [40.0, 42.0, 44.0]
-    assert noise_floor(startup, runs=2) == 6.0
-    assert noise_floor([40.0], runs=5) == 5.0  # one trial: no spread, 1 ms a run
-    slow = [140.0, 142.0, 144.0]  # 100 ms of work a trial
-    assert net_ratio(slow, [45.0, 47.0, 49.0], startup, 6.0) is None  # 5 ms of work: noise
-    assert net_ratio(slow, [60.0, 62.0, 64.0], startup, 6.0) == (5.0, 5.0, 5.0)
-    # One trial dips below the floor: it counts at the floor, and the interval stays finite.
-    dipped = net_ratio(slow, [60.0, 44.0, 64.0], startup, 6.0)
-    assert dipped is not None
-    point, low, high = dipped
-    assert point == 5.0 and low == 5.0 and high == pytest.approx(100 / 6)
-
-
-def test_pies_speedup_counts_startup_and_the_net_one_is_apart() -> None:
-    # The real case of the issue, over 5 tests: 735 ms against 218 ms, start-up ~210 ms of it.
-    startup = [210.0, 214.0, 206.0]
-    totals = {"input": [735.0, 740.0, 730.0], "candidate": [218.0, 221.0, 215.0], "reference": [400.0, 404.0, 396.0]}
-    figures: dict[str, Any] = speedup_figures(totals, startup, noise_floor(startup, runs=5))
-    assert figures["speedup"] == 3.3716 and 3.3 < figures["ci_low"] <= figures["ci_high"] < 3.4
-    assert figures["net_speedup"] is None and figures["net_ci_low"] is None  # 8 ms of own work, floor 12 ms
-    assert figures["reference_speedup"] == 1.8375 and figures["reference_net_speedup"] == 2.7632
-    # C++: no interpreter, no net figures at all.
-    assert "net_speedup" not in speedup_figures({"input": [10.0], "candidate": [5.0]}, None, 0.0)
-
-
 SAMPLE = Path(__file__).parents[1] / "datasets" / "pie"
 
 
+def borne_out(stop: str, low: float, high: float) -> bool:
+    """Whether the interval [low, high] reported says what the stop says of it."""
+    words = stop.split()
+    if words[0] == "above":
+        return low > float(words[1])
+    if words[0] == "below":
+        return high < float(words[1])
+    if words[0] == "between":
+        return float(words[1]) < low and high < float(words[3])
+    return stop in ("narrow", "cap")
+
+
 @pytest.mark.parametrize("xdist_args", [["-n", "2"]], ids=["xdist"])  # a minute of timing: once
-def test_the_bundled_sample_grades_as_expected(pie: PieRun) -> None:
-    run = pie(SAMPLE / "eval_config.yaml")
+def test_the_bundled_sample_grades_as_expected(pytester: pytest.Pytester, pie: PieRun) -> None:
+    # At most 12 trials (the sample's config says 5): room for the clear cases to stop early.
+    report = pytester.path / "codebench.json"
+    run = pie(SAMPLE / "eval_config.yaml", "--codebench-pie", "num_trials=12", "--codebench-report", str(report))
     expected = json.loads((SAMPLE / "expected.json").read_text())
     assert categories(run) == {name: outcome["outcome"] for name, outcome in expected.items()}
+    # Every candidate that was right and timed (not the byte-identical ones) says how many
+    # trials it ran and why it stopped, after the ignored one and the 5 a decision needs.
+    correct = ("passed", "not_faster")
+    measured = {name for name, item in expected.items() if item["outcome"] in correct and item["label"] != "identical"}
+    timed = {name: item["properties"] for name, item in run.items.items() if "trials_stop" in item["properties"]}
+    assert set(timed) == measured
+    for name, figures in timed.items():
+        assert figures["trials_cap"] == "12" and 6 <= int(figures["trials"]) <= 12, name
+        assert borne_out(figures["trials_stop"], float(figures["ci_low"]), float(figures["ci_high"])), (name, figures)
+    trials = json.loads(report.read_text())["metrics"]["trials"]
+    assert trials["items"] == len(timed) and trials["cap"] == 12 * len(timed)
+    assert trials["run"] == sum(int(figures["trials"]) for figures in timed.values())
+    assert sum(trials["stops"].values()) == len(timed) and trials["saved"] > 0  # 6 of 12 for a 75x speedup
+    run.result.stdout.fnmatch_lines(
+        [
+            f"trials: {trials['run']} of at most {trials['cap']} run ({trials['saved']:g}% saved) "
+            f"over {len(timed)} timed items; stopped at: *"
+        ]
+    )
+
+
+def test_fixed_trials_run_every_trial_and_adaptive_ones_stop_once_decided(
+    pytester: pytest.Pytester, pie: PieRun
+) -> None:
+    config = write_pie(pytester.path, [{"input": SLOW, "generated_answers": [FAST]}], num_trials=10, ignore_first_k=1)
+    report = pytester.path / "codebench.json"
+    fixed = pie(config, "--no-codebench-adaptive-trials", "--codebench-report", str(report))
+    figures = fixed.items["p1/s1[0]"]["properties"]
+    assert figures["category"] == "passed"
+    assert (figures["trials"], figures["trials_cap"], figures["trials_stop"]) == ("10", "10", "fixed")
+    metrics = json.loads(report.read_text())["metrics"]["trials"]
+    assert metrics == {"items": 1, "run": 10, "cap": 10, "saved": 0.0, "stops": {"fixed": 1}}
+    fixed.result.stdout.fnmatch_lines(
+        ["trials: 10 of at most 10 run (0% saved) over 1 timed items; stopped at: fixed (1)"]
+    )
+    # The default: FAST is a few times faster, clear after the ignored trial and 5 more.
+    adaptive = pie(config, "--codebench-report", str(report))
+    figures = adaptive.items["p1/s1[0]"]["properties"]
+    assert figures["category"] == "passed" and figures["trials_stop"] == "above 1.1"
+    assert 6 <= int(figures["trials"]) < 10 and float(figures["ci_low"]) > 1.1
+    metrics = json.loads(report.read_text())["metrics"]["trials"]
+    assert metrics["run"] == int(figures["trials"]) and metrics["saved"] > 0 and metrics["stops"] == {"above 1.1": 1}

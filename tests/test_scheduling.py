@@ -82,11 +82,12 @@ def in_time_order(log: Path) -> list[str]:
     return [kind for _, kind in sorted((int(stamp), kind) for stamp, kind in events)]
 
 
-def test_tests_take_the_gpu_one_at_a_time(pytester: pytest.Pytester, codebench: Codebench) -> None:
+def test_one_gpu_slot_gives_tests_the_gpu_one_at_a_time(pytester: pytest.Pytester, codebench: Codebench) -> None:
     pytester.makeconftest(FAKE_GPU)
     log = pytester.path / "gpu.log"
     problems = [packs.problem(f"T/{i}", test_command=f"{timed(log)} && ./test.out") for i in range(4)]
-    run = codebench(*dataset(pytester, *problems), *SHARED_LOG)
+    # Tests share the GPU by default (test_gpu_scheduler.py); one slot is the old behaviour.
+    run = codebench(*dataset(pytester, *problems), *SHARED_LOG, "--codebench-gpu-slots", "1")
     run.result.assert_outcomes(passed=4)
     assert in_time_order(log) == ["start", "end"] * 4  # never two tests on the GPU at once
 

@@ -20,21 +20,33 @@ from typing import Any, cast
 from .. import cuda
 from ..benchmark import Benchmark, Sample, join_samples
 from ..cases import Case, Dataset
+from ..cleanup import remove_tree
 from ..context import RunContext, slug
 from ..errors import DatasetError
+from ..gpu_scheduler import GpuScheduler, parse_slots
 from ..grading import Grading, Step
 from ..metrics import describe_excluded, describe_pass_at_k, pass_at_ks
 from ..once import SlotPool
-from ..options import BUILD_JOBS, CACHE_DIR, KEEP_WORKSPACES, SOLUTIONS, K, bool_option
-from ..records import archive_members, is_archive, read_jsonl, sha256_file
+from ..options import BUILD_JOBS, CACHE_DIR, KEEP_WORKSPACES, SOLUTIONS, K, Option, bool_option
+from ..records import sha256_file
 from ..reporting import ItemResult, Summary
 from ..runners import Gpu, GpuProbe, Runner, RunResult
 from ..sourcecode import missing_references
+from ..speedup import describe_trials
 from ..verdict import Outcome, Status, Verdict
 from ..workspace import UnsafePath, guarded_paths, normalise, write_file
-from . import computeeval_guard, computeeval_releases
+from . import (
+    computeeval_bench,
+    computeeval_guard,
+    computeeval_perf,
+    computeeval_profilers,
+    computeeval_releases,
+    computeeval_scores,
+)
 from .computeeval_headers import system_headers
-from .computeeval_records import Problem, check_problem, check_solution, hash_mismatch, read_metadata, solution_files
+from .computeeval_load import read_problems, samples
+from .computeeval_perf import ACCEPT_SUSPECT, MAX_SPEEDUP, PERF, PERF_OPTIONS, PROFILER
+from .computeeval_records import Problem, solution_files, timeout_of
 from .computeeval_reference import ReferenceCache, reference_key
 from .computeeval_rules import (
     SKIP_KIND,
@@ -46,7 +58,6 @@ from .computeeval_rules import (
     unmet_requirement,
 )
 
-DEFAULT_TIMEOUT = 60.0
 MACHINE_KEY = "computeeval-machine"
 LIBRARY_KEY = "computeeval-library"
 # pytest-timeout's backstop sits this far above an item's own budget.
@@ -54,18 +65,36 @@ BACKSTOP_SLACK = 30.0
 RUN_WITHOUT_GPU = bool_option(
     "run-without-gpu", "Run test commands even without a usable CUDA GPU (for host-only test programs)."
 )
-GPU_SHARE = bool_option("gpu-share", "Let tests of several items use one GPU at the same time.")
+GPU_SHARE = bool_option(
+    "gpu-share",
+    "Let any number of tests share a GPU at once (lifts --codebench-gpu-slots); timing phases still hold it alone.",
+)
+# 8: on an H100 with 16 workers, 223 references took 331 s one test at a time per GPU and 173 s
+# with unbounded sharing, at the CPU-bound floor (178 s): builds take ~90% of an item, so about
+# 1.9 tests are on the GPU at a time on average and 8 leaves room for bursts, while bounding the
+# CUDA contexts (and device memory) a smaller GPU must hold. Chosen from those figures; not yet
+# measured on a device (bench/computeeval_gpu.py does).
+GPU_SLOTS = Option(
+    "gpu-slots",
+    "At most N tests share one GPU at once (default 8, from the issue's H100 figures, not yet measured on a device); "
+    "timing and profiling phases hold the GPU alone.",
+    8,
+    parse_slots,
+    "N",
+    ini_type="int",
+)
 
 
 class ComputeEval(Benchmark):
     name = "computeeval"
     default_dataset = "computeeval/sample-problems.tar.gz"
-    options = (RUN_WITHOUT_GPU, GPU_SHARE)
+    options = (RUN_WITHOUT_GPU, GPU_SHARE, GPU_SLOTS, *PERF_OPTIONS)
 
     def __init__(self, context: RunContext) -> None:
         super().__init__(context)
         self._machine: cuda.Machine | None = None
         self._system_headers: frozenset[str] | None = None
+        self._profilers: dict[str, computeeval_profilers.Profiler | str] = {}
 
     # -- loading --------------------------------------------------------------------------------
 
@@ -76,87 +105,21 @@ class ComputeEval(Benchmark):
 
     def load(self) -> Dataset:
         path = self.dataset_path()
-        problems, release, broken = self._read_problems(path)
+        problems, release, broken = read_problems(path)
         cases = join_samples(
             list(problems),
-            self._samples(problems),
+            samples(self.settings[SOLUTIONS], problems),
             lambda sample, number: self._case(problems, sample, number),
             self.settings[SOLUTIONS] or "the baseline solutions",
         )
         return Dataset(str(path), sha256_file(path), release, broken + cases)
 
-    def _samples(self, problems: dict[str, Problem]) -> Iterator[Sample]:
-        """Every sample, in the order they were given."""
-        solutions = self.settings[SOLUTIONS] or "baseline"
-        if solutions == "baseline":
-            for task_id, problem in problems.items():
-                solution = problem.record.get("baseline_solution")
-                missing = None if isinstance(solution, dict) else f"{task_id} has no baseline_solution"
-                yield Sample(task_id, solution or {}, problem.line, missing)
-            return
-        path = Path(solutions)
-        if not path.exists():
-            raise DatasetError(path, "--codebench-solutions: no such file")
-        if is_archive(path):
-            data = archive_members(path, ["solutions.jsonl"])["solutions.jsonl"]
-            label = f"{path}:solutions.jsonl"
-        else:
-            data, label = path.read_bytes(), str(path)
-        for line in read_jsonl(label, data):
-            record = line.value or {}
-            given = record.get("task_id")
-            name = given if isinstance(given, str) else f"{path.name}:{line.number}"
-            try:
-                check_solution(line, label, problems)
-            except DatasetError as error:
-                yield Sample(name, {}, line.number, str(error))
-                continue
-            yield Sample(name, record, line.number)
-
-    def _read_problems(self, path: Path) -> tuple[dict[str, Problem], str | None, list[Case]]:
-        """Problems by task id in file order, the release, and cases for unreadable lines."""
-        if is_archive(path):
-            members = archive_members(path, ["metadata.json", "problems.jsonl"])
-            label = f"{path}:problems.jsonl"
-            metadata = read_metadata(path, members["metadata.json"])
-            data = members["problems.jsonl"]
-        else:
-            label, metadata, data = str(path), {}, path.read_bytes()
-        hashes = metadata.get("task_id_hashes")
-        problems: dict[str, Problem] = {}
-        broken: list[Case] = []
-        for line in read_jsonl(label, data):
-            given = (line.value or {}).get("task_id")
-            task_id = given if isinstance(given, str) else ""
-            try:
-                check_problem(line, label)
-                if task_id in problems:
-                    raise DatasetError(label, f"task {task_id!r} appears twice", line=line.number, field="task_id")
-                mismatch = None if hashes is None else hash_mismatch(task_id, line, hashes)
-                error = None if mismatch is None else str(DatasetError(label, mismatch, line=line.number))
-            except DatasetError as exc:
-                if not task_id or task_id in problems:
-                    broken.append(
-                        Case(
-                            id=f"problems.jsonl:{line.number}",
-                            task_id="",
-                            sample=0,
-                            error=str(exc),
-                            line=line.number - 1,
-                        )
-                    )
-                    continue
-                error = str(exc)
-            problems[task_id] = Problem(line.value or {}, line.number, error)
-        return problems, metadata.get("release"), broken
-
     def _case(self, problems: dict[str, Problem], sample: Sample, number: int) -> Case:
         problem = problems.get(sample.task_id)
         record = problem.record if problem else {}
-        timeout = float(record.get("timeout_seconds") or DEFAULT_TIMEOUT)
         # Build and test get one timeout each, for the solution and, after a failure, for the
-        # problem's reference (checked once per machine).
-        budget = 4 * timeout
+        # problem's reference (checked once per machine); then each timed run, where perf is on.
+        budget = 4 * timeout_of(record) + computeeval_perf.budget(self.settings, record)
         # Under xdist an item may queue for a build slot or the GPU behind every other worker.
         waits = (self.context.workers - 1) * budget
         return Case(
@@ -204,6 +167,7 @@ class ComputeEval(Benchmark):
 
     def grade(self, grading: Grading) -> Verdict:
         case, runner = grading.case, grading.runner
+        computeeval_perf.mark(grading)
         try:
             missing = missing_references(solution_files(case.solution), case.record.get("source_references"))
         except ValueError as exc:
@@ -216,10 +180,15 @@ class ComputeEval(Benchmark):
         unmet = unmet_requirement(case.record, self.machine(runner), self._linkable(runner, case.record))
         if unmet is not None:
             return grading.verdict(Outcome.SKIPPED, unmet, excused=True)
-        verdict = self._build_and_test(grading)
-        if verdict.outcome.status is Status.FAILED or SKIP_KIND in verdict.figures:
-            verdict = self._against_the_reference(grading, verdict)
-        return verdict
+        with computeeval_perf.snapshots(grading) as built:
+            verdict = self._build_and_test(grading, built)
+            if verdict.outcome.status is Status.FAILED or SKIP_KIND in verdict.figures:
+                return self._against_the_reference(grading, verdict)
+            if built is None or verdict.outcome is not Outcome.PASSED:
+                return verdict
+            # Performance adds figures; the outcome stays the tests' (see computeeval_perf).
+            figures = computeeval_perf.measure(grading, self._perf_host(grading.runner), built)
+        return dataclasses.replace(verdict, figures={**verdict.figures, **figures}, logs=dict(grading.logs))
 
     def _shadowing(self, grading: Grading) -> str | None:
         """Why a solution file would replace a system or toolkit header (see shadowed_header)."""
@@ -230,10 +199,11 @@ class ComputeEval(Benchmark):
             self._system_headers = system_headers(self.context, grading.runner)
         return shadowed_header(paths, self._system_headers, problem)
 
-    def _build_and_test(self, grading: Grading) -> Verdict:
-        """Build, then test where a GPU allows."""
+    def _build_and_test(self, grading: Grading, built: Path | None = None) -> Verdict:
+        """Build, then test where a GPU allows; the built workspace is kept at ``built`` (for
+        timing: before the test could leave anything in it)."""
         record = grading.case.record
-        timeout = float(record.get("timeout_seconds") or DEFAULT_TIMEOUT)
+        timeout = timeout_of(record)
         wait = grading.case.timeout or timeout
         build = record.get("build_command")
         if build:
@@ -241,12 +211,14 @@ class ComputeEval(Benchmark):
                 failed = grading.step(Step("build", build, Outcome.BUILD_ERROR, Outcome.BUILD_TIMEOUT), timeout=timeout)
             if failed is not None:
                 return failed
+        if built is not None:
+            computeeval_bench.copy_tree(grading.workspace, built)
         probe: GpuProbe = self.machine(grading.runner)["gpu"]
         gpus = probe.get("gpus") or []
         if not gpus and not self.settings[RUN_WITHOUT_GPU]:
-            built = f"build ok in {grading.figures['build_seconds']:.1f} s" if build else "nothing to build"
+            done = f"build ok in {grading.figures['build_seconds']:.1f} s" if build else "nothing to build"
             return grading.verdict(
-                Outcome.SKIPPED, f"no usable CUDA GPU; {built} ({probe.get('error') or 'none found'})", excused=True
+                Outcome.SKIPPED, f"no usable CUDA GPU; {done} ({probe.get('error') or 'none found'})", excused=True
             )
         with self._gpu(gpus, wait) as gpu:
             result, proof = self._test(grading, record["test_command"], timeout=timeout, gpu=gpu)
@@ -313,6 +285,25 @@ class ComputeEval(Benchmark):
     def _references(self) -> ReferenceCache:
         return ReferenceCache(Path(self.settings[CACHE_DIR]))
 
+    def _perf_host(self, runner: Runner) -> computeeval_perf.Host:
+        gpus = self.machine(runner)["gpu"].get("gpus") or []
+        return computeeval_perf.Host(
+            self.machine(runner),
+            lambda wait: self._gpu(gpus, wait, exclusive=True),
+            self._build_slots,
+            self.prepare,
+            lambda: self._profiler(runner),
+        )
+
+    def _profiler(self, runner: Runner) -> computeeval_profilers.Profiler | str:
+        """The profiler --codebench-profiler names, prepared once per process (or why not)."""
+        name = self.settings[PROFILER]
+        if name == "none":
+            return "--codebench-profiler none"
+        if name not in self._profilers:
+            self._profilers[name] = computeeval_profilers.prepare(self.context, runner, name)
+        return self._profilers[name]
+
     # -- the machine ----------------------------------------------------------------------------
 
     def machine(self, runner: Runner) -> cuda.Machine:
@@ -361,15 +352,18 @@ class ComputeEval(Benchmark):
         return SlotPool(self.context.lock_dir, "build", [str(i) for i in range(jobs)])
 
     @contextlib.contextmanager
-    def _gpu(self, gpus: list[Gpu], wait: float) -> Iterator[str | None]:
-        """The GPU a test may use: one of its own (a machine-wide lock per GPU), or None when
-        there is none or the user lets tests share."""
-        if not gpus or self.settings[GPU_SHARE]:
+    def _gpu(self, gpus: list[Gpu], wait: float, *, exclusive: bool = False) -> Iterator[str | None]:
+        """The GPU a phase may use (machine-wide, see gpu_scheduler), or None when there is none.
+        Tests share one, at most --codebench-gpu-slots at once (any number with
+        --codebench-gpu-share); an ``exclusive`` phase (timing, profiling) holds it alone."""
+        if not gpus:
             yield None
             return
         visible = os.environ.get("CUDA_VISIBLE_DEVICES")
         ids = visible.split(",") if visible else [str(gpu["index"]) for gpu in gpus]
-        with SlotPool(self.context.lock_dir, "gpu", ids[: len(gpus)]).acquire(wait) as gpu:
+        slots = None if self.settings[GPU_SHARE] else self.settings[GPU_SLOTS]
+        scheduler = GpuScheduler(self.context.lock_dir, ids[: len(gpus)], slots)
+        with scheduler.exclusive(wait) if exclusive else scheduler.shared(wait) as gpu:
             yield gpu
 
     # -- metrics --------------------------------------------------------------------------------
@@ -386,9 +380,17 @@ class ComputeEval(Benchmark):
             groups[group] = pass_at_ks(members, ks)
             lines.append(describe_pass_at_k(f"  {group}:", groups[group]))
         lines += describe_excluded(overall)
+        metrics: dict[str, Any] = {**overall, "groups": groups}
+        scores: dict[str, float] = {}
+        if self.settings[PERF]:
+            accept, bound = self.settings[ACCEPT_SUSPECT], self.settings[MAX_SPEEDUP]
+            perf = computeeval_scores.perf_metrics(results, ks, accept, bound)
+            lines += computeeval_scores.describe_perf(perf) + describe_trials([r["figures"] for r in results])
+            metrics["perf"], scores = perf, computeeval_scores.perf_scores(perf)
         pass1 = overall["pass@k"].get("1")
-        return Summary(
-            lines=lines,
-            metrics={**overall, "groups": groups},
-            score=None if pass1 is None else 100 * pass1,
-        )
+        return Summary(lines, metrics, None if pass1 is None else 100 * pass1, scores)
+
+    def finish(self, results: list[ItemResult]) -> None:
+        """The references built for timing go with the run (each item removed its own)."""
+        if not self.settings[KEEP_WORKSPACES]:
+            remove_tree(self.context.run_dir / computeeval_bench.FOLDER)

@@ -15,16 +15,13 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import os
 import re
 import secrets
 from pathlib import Path
-from typing import TypedDict
 
 from ..context import RunContext
-from ..errors import HarnessError
-from ..options import CACHE_DIR
 from ..runners import Runner, RunResult
+from .computeeval_preload import PreloadLibrary, Recipe, build_cached, checked, hand_nonce
 
 SOURCE = Path(__file__).parent / "guard" / "main_guard.c"
 LIBRARY = "main_guard.so"
@@ -44,50 +41,39 @@ echo "no C compiler (cc, gcc, clang) to build the main guard with"; exit 127
 """
 
 
-class GuardLibrary(TypedDict, total=False):
-    """The built guard: ``library`` (the path commands preload) and its ``sha256``, or ``error``."""
-
-    library: str
-    sha256: str
-    error: str
-
-
 @dataclasses.dataclass(frozen=True)
 class GuardRecord:
-    """One line the guard wrote: a program (``pid``) whose main started, or returned ``value``."""
+    """One line the guard wrote: a program (``pid``) whose main started, or returned ``value``;
+    ``at``: where it was in the output with the records taken out (what comes before was
+    written before it; -1 where not read from an output)."""
 
     pid: int
     event: str
     value: int
+    at: int = -1
 
 
-def build(context: RunContext, runner: Runner) -> GuardLibrary:
+def build(context: RunContext, runner: Runner) -> PreloadLibrary:
     """The guard for ``runner``'s machine, built once per runner fingerprint and source (every
     process of a run asks once; every run after the first finds it in the cache)."""
+    recipe = Recipe(
+        kind="guard",
+        source=SOURCE,
+        library=LIBRARY,
+        script=lambda partial: _BUILD.format(partial=partial, source=SOURCE.name, library=LIBRARY),
+        identity=runner.fingerprint(),
+        timeout=BUILD_TIMEOUT,
+    )
 
-    def compute() -> GuardLibrary:
-        source = SOURCE.read_bytes()
-        key = hashlib.sha256(f"{runner.fingerprint()}\0".encode() + source).hexdigest()[:24]
-        folder = Path(context.settings[CACHE_DIR]) / "computeeval" / "guard" / key
-        library = folder / LIBRARY
-        if not library.exists():
-            folder.mkdir(parents=True, exist_ok=True)
-            (folder / SOURCE.name).write_bytes(source)
-            partial = f"{LIBRARY}.{os.getpid()}.tmp"
-            script = _BUILD.format(partial=partial, source=SOURCE.name, library=LIBRARY)
-            result = runner.run(script, cwd=folder, timeout=BUILD_TIMEOUT)
-            if not result.ok or not library.exists():
-                return {"error": f"the main guard does not build here: {result.tail(5) or 'timed out'}"}
-            # Commands may read the guard, never change it (docker mounts the folder read-only).
-            library.chmod(0o444)
-        return {"library": str(library), "sha256": hashlib.sha256(library.read_bytes()).hexdigest()}
+    def compute() -> PreloadLibrary:
+        built = build_cached(context, runner, recipe)
+        if "error" in built:
+            return {"error": f"the main guard does not build here: {built['error']}"}
+        return built
 
-    built: GuardLibrary = context.once(f"{ONCE_KEY}-{_fingerprint_key(runner)}", compute)
+    key = hashlib.sha256(runner.fingerprint().encode()).hexdigest()[:16]
+    built: PreloadLibrary = context.once(f"{ONCE_KEY}-{key}", compute)
     return built
-
-
-def _fingerprint_key(runner: Runner) -> str:
-    return hashlib.sha256(runner.fingerprint().encode()).hexdigest()[:16]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -100,26 +86,12 @@ class GuardedCommand:
     nonce: str
 
 
-def wrap(command: str, guard: GuardLibrary, workspace: Path) -> GuardedCommand:
-    """``command`` run with the guard preloaded. The nonce reaches the shell through a file the
-    shell reads and deletes before the test starts: the shell's own environment (which
-    ``/proc/<pid>/environ`` shows to its children) never holds it; only the programs it starts
-    get it, and the guard takes it out of theirs."""
-    if "library" not in guard:
-        raise HarnessError(guard.get("error", "the main guard is not built"))
-    library = Path(guard["library"])
-    if hashlib.sha256(library.read_bytes()).hexdigest() != guard["sha256"]:
-        raise HarnessError(f"the main guard {library} changed since it was built; remove it to rebuild")
-    nonce = secrets.token_hex(16)
+def wrap(command: str, guard: PreloadLibrary, workspace: Path) -> GuardedCommand:
+    """``command`` run with the guard preloaded, its nonce handed over as
+    :func:`computeeval_preload.hand_nonce` does (through a file of the workspace)."""
+    library = checked(guard, "main guard")
     name = f".codebench-guard-{secrets.token_hex(8)}"
-    fd = os.open(workspace / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    with open(fd, "w") as file:
-        file.write(nonce + "\n")
-    prologue = (
-        f"read -r {NONCE_VAR} < {name} && rm -f {name} || exit 97\n"
-        f'cd -P . && {ROOT_VAR}="$PWD" || exit 97\n'
-        f"export {NONCE_VAR} {ROOT_VAR}\n"
-    )
+    nonce, prologue = hand_nonce(workspace / name, name, (NONCE_VAR, ROOT_VAR))
     return GuardedCommand(
         command=prologue + command,
         env={"LD_PRELOAD": str(library)},
@@ -130,11 +102,20 @@ def wrap(command: str, guard: GuardLibrary, workspace: Path) -> GuardedCommand:
 
 def read_records(result: RunResult, guarded: GuardedCommand, command: str) -> tuple[list[GuardRecord], RunResult]:
     """The guard's records in ``result`` (only those with this run's nonce), and the result as
-    the test's own: its output without them, its command the one the problem gives."""
+    the test's own: its output without them, its command the one the problem gives. Each
+    record's ``at`` is its place in that output (the guard flushes the program's stdio before
+    its "return" record, so what main printed lies before it)."""
     pattern = re.compile(r"\n?codebench-guard " + re.escape(guarded.nonce) + r" (\d+) (start|return) (-?\d+)\n")
-    records = [GuardRecord(int(m.group(1)), m.group(2), int(m.group(3))) for m in pattern.finditer(result.output)]
     text = result.output
-    # Each record is "\n<line>\n": dropping it whole leaves the test's lines as they were,
-    # except a line the test had not ended, which keeps the newline the record gave it.
-    output = pattern.sub(lambda m: "" if m.start() == 0 or text[m.start() - 1] == "\n" else "\n", text)
-    return records, dataclasses.replace(result, command=command, output=output)
+    records, kept, done = [], [], 0
+    for match in pattern.finditer(text):
+        kept.append(text[done : match.start()])
+        # Each record is "\n<line>\n": dropping it whole leaves the test's lines as they were,
+        # except a line the test had not ended, which keeps the newline the record gave it.
+        if match.start() > 0 and text[match.start() - 1] != "\n":
+            kept.append("\n")
+        done = match.end()
+        at = sum(map(len, kept))
+        records.append(GuardRecord(int(match.group(1)), match.group(2), int(match.group(3)), at))
+    kept.append(text[done:])
+    return records, dataclasses.replace(result, command=command, output="".join(kept))

@@ -13,6 +13,9 @@ from typing import Any
 
 from ..errors import DatasetError
 from ..records import Line, file_list, optional, require, seconds, version
+from .computeeval_timing import TimingMode
+
+DEFAULT_TIMEOUT = 60.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -31,7 +34,9 @@ def check_problem(line: Line, label: str) -> None:
     record, number = line.value or {}, line.number
     require(record, "task_id", str, label, number)
     require(record, "test_command", str, label, number)
-    optional(record, "build_command", str, label, number)
+    for field in ("build_command", "benchmark_command"):
+        optional(record, field, str, label, number)
+    TimingMode.read(record, label, number)
     seconds(record, "timeout_seconds", label, number)
     for field in ("min_cuda_toolkit", "compute_capability"):
         version(record, field, label, number)
@@ -40,6 +45,11 @@ def check_problem(line: Line, label: str) -> None:
     file_list(record, "test_files", label, number)
     if record.get("context_files") is not None:
         file_list(record, "context_files", label, number)
+
+
+def timeout_of(record: dict[str, Any]) -> float:
+    """The seconds each of the problem's commands gets (NVIDIA's harness: 60 when it gives none)."""
+    return float(record.get("timeout_seconds") or DEFAULT_TIMEOUT)
 
 
 def check_solution(line: Line, label: str, problems: dict[str, Problem]) -> None:

@@ -147,7 +147,10 @@ class DockerRunner(Runner):
         try:
             container = self.client.containers.create(
                 image,
-                [*DEADLINE, str(budget), "/bin/sh", "-c", command],
+                # One stream, as the local runner gives: what a program writes to stdout and
+                # to stderr keeps its order (ComputeEval reads time lines against the main
+                # guard's records); docker's two streams would interleave them as they come.
+                [*DEADLINE, str(budget), "/bin/sh", "-c", f"exec 2>&1\n{command}"],
                 stdin_open=stdin is not None,
                 working_dir=WORKSPACE,
                 user=user,

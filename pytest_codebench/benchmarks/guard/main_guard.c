@@ -14,7 +14,9 @@
  *      memory (also what /proc/self/environ shows) before any code of the program runs;
  *   2. stops a program with a preinit array (code that ran before it) with status 125;
  *   3. writes "start", calls the real main through a wrapper, and writes "return <value>"
- *      when main returns normally. Nothing is written when the process ends any other way.
+ *      when main returns normally, after flushing stdio (so that the harness can tell what
+ *      main printed from what came after). Nothing is written when the process ends any
+ *      other way.
  * Each record is one line "<mark> <nonce> <pid> <event> <value>" written with one write(2)
  * to a private duplicate of stderr, which the harness reads from the command's output. */
 #define _GNU_SOURCE
@@ -88,6 +90,10 @@ static int main_program_preinit(struct dl_phdr_info *info, size_t size, void *fo
 
 static int guarded_main(int argc, char **argv, char **envp) {
     int value = real_main(argc, argv, envp);
+    /* What main printed reaches the output before this record (a pipe's stdout is fully
+     * buffered and would otherwise be flushed at exit, after it): a time line printed in main
+     * comes before "return", one an atexit handler or a static destructor prints after. */
+    fflush(NULL);
     record("return", value);
     return value;
 }

@@ -6,7 +6,8 @@ item per (generation row, candidate) (``load``). The slow program, the human ref
 candidate run in a sandbox that never holds an expected output (``sandbox``), are checked on
 every test case (``rules``), then timed interleaved within each trial, so that drift hits all
 three alike (``measure``): the speedup is PIE's (whole process time, interpreter start-up
-included) with a 95% bootstrap interval over the paired trials. ``--codebench-pie-metric
+included) with a 95% bootstrap interval over the paired trials, which stop once that interval
+has decided the verdict (``speedup``'s adaptive trials; at most ``num_trials``). ``--codebench-pie-metric
 instructions`` counts user-space instructions instead (perf, or callgrind where perf is not
 allowed): deterministic. PIE's metrics and its own report: ``report``.
 """
@@ -24,9 +25,10 @@ from ...cases import Case, Dataset
 from ...context import RunContext
 from ...errors import DatasetError
 from ...grading import Grading
-from ...options import DATASET, OUTPUT_LIMIT, K
+from ...options import ADAPTIVE_TRIALS, DATASET, OUTPUT_LIMIT, K
 from ...records import sha256_file
 from ...reporting import ItemResult, Summary
+from ...speedup import Figures, Stopping
 from ...verdict import Outcome, Verdict
 from .config import (
     CONFIG,
@@ -42,10 +44,14 @@ from .config import (
     read_config,
 )
 from .load import Loader, PieRow
-from .measure import UNMEASURED, Figures, count_instructions, instruction_counter, time_programs
-from .report import summarize, write_report
+from .measure import UNMEASURED, count_instructions, instruction_counter, time_programs
+from .report import OPTIMIZED, summarize, write_report
 from .rules import Failure, ProgramRun, speed_verdict
 from .sandbox import CandidateFailed, Launch, Program, Sandbox, pinned_core
+
+# Never decide a candidate's speed on fewer trials than this (beyond the ignored ones), unless
+# the config allows fewer in all.
+MIN_TRIALS = 5
 
 
 class Pie(Benchmark):
@@ -199,7 +205,21 @@ class Pie(Benchmark):
             if self._counter is None:
                 self._counter = instruction_counter(sandbox)
             return count_instructions(sandbox, programs, tests, self._counter)
-        return time_programs(sandbox, programs, tests, self.config.num_trials, self.config.ignore_first_k)
+        return time_programs(sandbox, programs, tests, self.stopping)
+
+    @functools.cached_property
+    def stopping(self) -> Stopping:
+        """When a candidate's timing may stop: once its interval lies wholly on one side of
+        every bar a verdict or a metric compares against (the interval's own bar 1.0, the
+        user's, PIE's %Optimized), or is narrow; at most ``num_trials`` trials."""
+        cap, ignore = self.config.num_trials, self.config.ignore_first_k
+        return Stopping(
+            bars=(1.0, self.settings[MIN_SPEEDUP], OPTIMIZED),
+            min_trials=min(MIN_TRIALS, cap - ignore),
+            cap=cap,
+            adaptive=self.settings[ADAPTIVE_TRIALS],
+            ignore=ignore,
+        )
 
     # -- metrics ----------------------------------------------------------------------------------
 

@@ -1,8 +1,9 @@
 """PIE's metrics and PIE's own report, from the results of a run.
 
-%Correct, %Optimized and the mean speedup with PIE's 2024 rule, as best@k and per problem;
-and the JSONL report of PIE's sandbox: one row per generation row with all its columns plus
-``{tag}_time_mean``, ``{tag}_time_std`` and ``{tag}_acc``.
+%Correct, %Optimized and the mean speedup with PIE's 2024 rule, as best@k and per problem, and
+the trials that timing ran (how many of the caps, why they stopped); and the JSONL report of
+PIE's sandbox: one row per generation row with all its columns plus ``{tag}_time_mean``,
+``{tag}_time_std`` and ``{tag}_acc``.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any, TypedDict
 
 from ...cases import Case
 from ...reporting import ItemResult, Summary, examples, outcome_of, scored
+from ...speedup import describe_trials, trial_metrics
 from ...verdict import Outcome
 from .load import PieRow
 from .measure import UNMEASURED
@@ -98,11 +100,16 @@ def summarize(results: list[ItemResult], bar: float, ks: list[int]) -> Summary:
             f"this machine can grade {len(rows)} of {len(every)} rows; left out (every candidate excused): "
             f"{examples(left_out)}"
         )
-    lines += _measurement_lines([result["figures"] for result in results])
+    figures = [result["figures"] for result in results]
+    lines += _measurement_lines(figures) + describe_trials(figures)
     first = metrics[f"best@{ks[0]}"]
     score = first["optimized_at_bar"] if first["rows"] else None
     counted = {"scored": len(rows), "total": len(every)}
-    return Summary(lines=lines, metrics={**metrics, "problems": problems, "rows": counted}, score=score)
+    return Summary(
+        lines=lines,
+        metrics={**metrics, "problems": problems, "rows": counted, "trials": trial_metrics(figures)},
+        score=score,
+    )
 
 
 def _measurement_lines(figures: list[dict[str, Any]]) -> list[str]:

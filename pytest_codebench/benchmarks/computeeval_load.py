@@ -1,0 +1,81 @@
+"""Reading ComputeEval's datapacks: the problems (each checked, with its integrity hash) and
+the samples of the solutions, as :class:`~pytest_codebench.benchmark.Sample` records."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+from ..benchmark import Sample
+from ..cases import Case
+from ..errors import DatasetError
+from ..records import archive_members, is_archive, read_jsonl
+from .computeeval_records import Problem, check_problem, check_solution, hash_mismatch, read_metadata
+
+
+def samples(given: str | None, problems: dict[str, Problem]) -> Iterator[Sample]:
+    """Every sample of the solutions ``given`` (a path, or None/"baseline": each problem's
+    reference), in the order they were given."""
+    solutions = given or "baseline"
+    if solutions == "baseline":
+        for task_id, problem in problems.items():
+            solution = problem.record.get("baseline_solution")
+            missing = None if isinstance(solution, dict) else f"{task_id} has no baseline_solution"
+            yield Sample(task_id, solution or {}, problem.line, missing)
+        return
+    path = Path(solutions)
+    if not path.exists():
+        raise DatasetError(path, "--codebench-solutions: no such file")
+    if is_archive(path):
+        data = archive_members(path, ["solutions.jsonl"])["solutions.jsonl"]
+        label = f"{path}:solutions.jsonl"
+    else:
+        data, label = path.read_bytes(), str(path)
+    for line in read_jsonl(label, data):
+        record = line.value or {}
+        given = record.get("task_id")
+        name = given if isinstance(given, str) else f"{path.name}:{line.number}"
+        try:
+            check_solution(line, label, problems)
+        except DatasetError as error:
+            yield Sample(name, {}, line.number, str(error))
+            continue
+        yield Sample(name, record, line.number)
+
+
+def read_problems(path: Path) -> tuple[dict[str, Problem], str | None, list[Case]]:
+    """Problems by task id in file order, the release, and cases for unreadable lines."""
+    if is_archive(path):
+        members = archive_members(path, ["metadata.json", "problems.jsonl"])
+        label = f"{path}:problems.jsonl"
+        metadata = read_metadata(path, members["metadata.json"])
+        data = members["problems.jsonl"]
+    else:
+        label, metadata, data = str(path), {}, path.read_bytes()
+    hashes = metadata.get("task_id_hashes")
+    problems: dict[str, Problem] = {}
+    broken: list[Case] = []
+    for line in read_jsonl(label, data):
+        given = (line.value or {}).get("task_id")
+        task_id = given if isinstance(given, str) else ""
+        try:
+            check_problem(line, label)
+            if task_id in problems:
+                raise DatasetError(label, f"task {task_id!r} appears twice", line=line.number, field="task_id")
+            mismatch = None if hashes is None else hash_mismatch(task_id, line, hashes)
+            error = None if mismatch is None else str(DatasetError(label, mismatch, line=line.number))
+        except DatasetError as exc:
+            if not task_id or task_id in problems:
+                broken.append(
+                    Case(
+                        id=f"problems.jsonl:{line.number}",
+                        task_id="",
+                        sample=0,
+                        error=str(exc),
+                        line=line.number - 1,
+                    )
+                )
+                continue
+            error = str(exc)
+        problems[task_id] = Problem(line.value or {}, line.number, error)
+    return problems, metadata.get("release"), broken
