@@ -20,6 +20,8 @@ import pytest
 from .benchmark import Benchmark
 from .cases import Case, Dataset
 from .errors import DatasetError, HarnessError
+from .options import SHARD
+from .shards import shard_of
 from .verdict import Status, Verdict
 
 # Stripped from a dataset's file name for its node id: they say how it is stored, not which it is.
@@ -82,7 +84,10 @@ class DatasetFile(pytest.File):
             raise self.CollectError(str(exc)) from exc
         self.dataset = Dataset.from_json(loaded)
         shared = None
+        shard = self.benchmark.settings[SHARD]
         for case in self.dataset.cases:
+            if shard is not None and shard_of(case.task_id or case.id, shard[1]) != shard[0]:
+                continue  # another shard's: never an item here, so never in this run's metrics
             item = CodebenchItem.from_parent(self, name=case.id, callobj=_judge, case=case, fixtureinfo=shared)
             # Every item here has the same function and parent, so the same fixture closure:
             # resolved once, as pytest does for the items of one parametrized function. No public

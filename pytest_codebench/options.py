@@ -17,6 +17,8 @@ from typing import Any, Generic, Literal, TypeVar
 
 import pytest
 
+from .shards import parse_shard
+
 T = TypeVar("T")
 N = TypeVar("N", int, float)
 IniType = Literal["string", "bool", "int", "float", "args"]
@@ -226,6 +228,13 @@ REPO = text_option(
     "Clone this URL or path instead of the tasks' own repository URL (a local mirror; offline).",
     metavar="URL_OR_PATH",
 )
+SHARD: Option[tuple[int, int] | None] = Option(
+    "shard",
+    "Grade only part I of N of the items, every sample of a task in the same part (a CI matrix).",
+    None,
+    parse_shard,
+    "I/N",
+)
 ADAPTIVE_TRIALS = Option(
     "adaptive-trials",
     "Stop timing a speedup once its interval has decided it (wholly above or below the bars, or narrow); "
@@ -253,6 +262,7 @@ CORE_OPTIONS: tuple[Option[Any], ...] = (
     CACHE_DIR,
     REPO,
     ADAPTIVE_TRIALS,
+    SHARD,
 )
 
 

@@ -13,7 +13,7 @@ from .benchmark import Benchmark
 from .context import RunContext
 from .grading import EXPOSURE_KEY, VERDICT_KEY, Exposure
 from .items import CodebenchItem, DatasetFile, place_skip
-from .options import ALLOW_ERRORS, FAIL_UNDER, REPORT, RUNNER, Settings, Threshold
+from .options import ALLOW_ERRORS, FAIL_UNDER, REPORT, RUNNER, SHARD, Settings, Threshold
 from .reporting import (
     ItemResult,
     RunInfo,
@@ -67,10 +67,12 @@ class CodebenchSession:
 
     def pytest_report_header(self) -> list[str]:
         summary = self.runner_info.get("summary")
+        shard = self.settings[SHARD]
         return [
             f"codebench: {self.benchmark.name} on {self.dataset_path}",
             f"codebench: runner {self.settings[RUNNER]}, run directory {self.context.run_dir}",
             *([f"codebench: {summary}"] if summary else []),
+            *([f"codebench: shard {shard[0]} of {shard[1]} (its metrics cover its own tasks)"] if shard else []),
         ]
 
     # -- results ------------------------------------------------------------------------------
