@@ -90,6 +90,15 @@ def write_solutions(path: Path, solutions: list[dict[str, Any]]) -> Path:
     return write_archive(path, {"metadata.json": json.dumps(meta).encode(), "solutions.jsonl": jsonl(solutions)})
 
 
+def pack_args(folder: Path, problems: list[dict[str, Any]], solutions: list[dict[str, Any]] | None = None) -> list[str]:
+    """Writes the problems (and the solutions) as datapacks in ``folder``; returns the options
+    that name them."""
+    args = ["--codebench-dataset", str(write_problems(folder / "p-problems.tar.gz", problems))]
+    if solutions is not None:
+        args += ["--codebench-solutions", str(write_solutions(folder / "s-solutions.tar.gz", solutions))]
+    return args
+
+
 def write_archive(path: Path, members: dict[str, bytes]) -> Path:
     with tarfile.open(path, "w:gz") as archive:
         for name, data in members.items():

@@ -73,12 +73,7 @@ def solution(task_id: str, code: str, *, cxx: bool = False) -> dict[str, Any]:
 
 def write(pytester: pytest.Pytester, problems: list[dict[str, Any]], solutions: list[dict[str, Any]]) -> list[str]:
     """The packs, and the options that name them."""
-    return [
-        "--codebench-dataset",
-        str(packs.write_problems(pytester.path / "p-problems.tar.gz", problems)),
-        "--codebench-solutions",
-        str(packs.write_solutions(pytester.path / "s-solutions.tar.gz", solutions)),
-    ]
+    return packs.pack_args(pytester.path, problems, solutions)
 
 
 def figures(run: Run, name: str) -> dict[str, str]:

@@ -15,11 +15,7 @@ BROKEN = "int add(int a, int b) { return a +; }\n"
 
 
 def write(pytester: pytest.Pytester, problems: list[dict], solutions: list[dict]) -> list[str]:
-    return [
-        "--codebench-dataset", str(packs.write_problems(pytester.path / "p-problems.tar.gz", problems)),
-        "--codebench-solutions", str(packs.write_solutions(pytester.path / "s-solutions.tar.gz", solutions)),
-        "--codebench-cache-dir", str(pytester.path / "cache"),
-    ]  # fmt: skip
+    return [*packs.pack_args(pytester.path, problems, solutions), "--codebench-cache-dir", str(pytester.path / "cache")]
 
 
 def unbuildable(task_id: str) -> dict:

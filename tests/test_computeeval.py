@@ -17,10 +17,7 @@ SOURCE = [{"path": "solution.c", "content": packs.RIGHT}]
 
 def write(pytester: pytest.Pytester, problems: list[dict], solutions: list[dict] | None = None) -> list[str]:
     """Write the packs; returns the dataset/solutions options that name them."""
-    args = ["--codebench-dataset", str(packs.write_problems(pytester.path / "p-problems.tar.gz", problems))]
-    if solutions is not None:
-        args += ["--codebench-solutions", str(packs.write_solutions(pytester.path / "s-solutions.tar.gz", solutions))]
-    return args
+    return packs.pack_args(pytester.path, problems, solutions)
 
 
 def test_each_outcome_is_its_own_category(pytester, codebench):

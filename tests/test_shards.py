@@ -39,9 +39,7 @@ def _pack(pytester):
     """Twelve host-only tasks, three samples each (one of them wrong)."""
     problems = [packs.problem(task, min_cuda_toolkit=None) for task in TASKS]
     solutions = [packs.solution(task, code) for task in TASKS for code in (packs.RIGHT, packs.WRONG, packs.RIGHT)]
-    dataset = packs.write_problems(pytester.path / "p-problems.tar.gz", problems)
-    answers = packs.write_solutions(pytester.path / "s-solutions.tar.gz", solutions)
-    return ["--codebench-dataset", str(dataset), "--codebench-solutions", str(answers)]
+    return packs.pack_args(pytester.path, problems, solutions)
 
 
 def test_shards_split_the_items_by_task_and_together_are_the_whole_run(pytester, codebench):
