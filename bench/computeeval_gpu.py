@@ -113,11 +113,12 @@ def write_pack(path: Path, members: dict[str, bytes]) -> Path:
     return path
 
 
-def select(pack: Path, groups: tuple[str, ...], folder: Path) -> tuple[Path, Path, int]:
-    """A problems datapack of ``groups`` alone (the lines as they are, their hashes kept), and
-    NVIDIA's solutions datapack of their references; and how many problems."""
+def select(pack: Path, groups: tuple[str, ...], folder: Path, limit: int | None = None) -> tuple[Path, Path, int]:
+    """A problems datapack of ``groups`` alone (the lines as they are, their hashes kept; the
+    first ``limit`` of them), and NVIDIA's solutions datapack of their references; and how many
+    problems."""
     metadata, lines = read_pack(pack)
-    chosen = [line for line in lines if json.loads(line).get("group") in groups]
+    chosen = [line for line in lines if json.loads(line).get("group") in groups][:limit]
     ids = [json.loads(line)["task_id"] for line in chosen]
     hashes = {i: h for i, h in (metadata.get("task_id_hashes") or {}).items() if i in ids}
     meta = {**metadata, "total_count": len(chosen), "task_id_hashes": hashes}
@@ -232,6 +233,9 @@ def main() -> None:
     parser.add_argument("--cache-dir", type=Path, help="--codebench-cache-dir (default: a fresh temporary one)")
     parser.add_argument("--plugin-args", default="", help="more pytest arguments for every plugin run")
     parser.add_argument("--dry-run", action="store_true", help="print the commands only")
+    # A perf run holds the GPU alone for each problem's trials: all 114 of 2026-1 take longer
+    # than one 10-minute device command.
+    parser.add_argument("--kernels", type=int, help="correct and perf on the first N cuda-kernels problems only")
     args = parser.parse_args()
     args.plugin_args = shlex.split(args.plugin_args)
     only = [name for name in args.only.split(",") if name]
@@ -244,7 +248,7 @@ def main() -> None:
         folder = Path(temporary)
         args.cache_dir = (args.cache_dir or folder / "cache").resolve()
         everything, references, count = select(pack, GROUPS, folder)
-        kernels, _, kernel_count = select(pack, ("cuda-kernels",), folder)
+        kernels, _, kernel_count = select(pack, ("cuda-kernels",), folder, args.kernels)
         print(f"{pack.name}: {count} problems in {', '.join(GROUPS)}; {kernel_count} in cuda-kernels", flush=True)
         if {"correct", "perf"} & set(only) and kernel_count:
             first = json.loads(read_pack(kernels)[1][0])["task_id"]
@@ -273,18 +277,22 @@ def main() -> None:
                 figures = plugin_figures(report, seconds, output)
             if not args.dry_run:
                 state[name] = figures
+                save(args.state, state, args.workers)  # after each run: a killed call keeps the rest
     if args.dry_run:
         return
-    state["workers"] = args.workers
-    state["machine"] = machine()
-    if args.state:
-        args.state.parent.mkdir(parents=True, exist_ok=True)
-        args.state.write_text(json.dumps(state, indent=1) + "\n")
     lines = summary(state, os.cpu_count() or 1)
     print("\n".join(lines))
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text("\n".join(lines) + "\n")
+
+
+def save(path: Path | None, state: dict[str, Any], workers: int) -> None:
+    state["workers"] = workers
+    state["machine"] = machine()
+    if path:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(state, indent=1) + "\n")
 
 
 def machine() -> str:
