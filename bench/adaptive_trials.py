@@ -29,7 +29,16 @@ MODES = {"fixed": ["--no-codebench-adaptive-trials"], "adaptive": ["--codebench-
 def grade(root: Path, mode: str, args: argparse.Namespace, round_: int) -> tuple[float, list[dict[str, Any]]]:
     """The wall time of one graded run of the bundled sample, and its items."""
     report = root / f"{mode}-{round_}.json"
-    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--codebench=pie"]
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-p",
+        "no:cacheprovider",
+        "-q",
+        "--codebench=pie",
+        "--codebench-store=off",
+    ]
     command += ["-n", str(args.workers)] if args.workers > 1 else []
     command += ["--codebench-pie", f"num_trials={args.trials}", "--codebench-report", str(report), *MODES[mode]]
     start = time.perf_counter()

@@ -118,6 +118,7 @@ def main() -> None:
             "-q",
             "-rN",
             "--codebench=computeeval",
+            "--codebench-store=off",  # every run grades: none is served from an earlier one
             f"--codebench-dataset={dataset}",
             "--codebench-solutions=baseline",
             f"--codebench-report={report_path}",

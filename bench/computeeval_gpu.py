@@ -144,7 +144,17 @@ def select(pack: Path, groups: tuple[str, ...], folder: Path, limit: int | None 
 
 
 def plugin_command(dataset: Path, report: Path, args: argparse.Namespace, extra: list[str]) -> list[str]:
-    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rN", "--codebench=computeeval"]
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-p",
+        "no:cacheprovider",
+        "-q",
+        "-rN",
+        "--codebench=computeeval",
+        "--codebench-store=off",
+    ]
     command += [f"--codebench-dataset={dataset}", "--codebench-solutions=baseline", f"--codebench-report={report}"]
     command += [f"--codebench-cache-dir={args.cache_dir}", "-n", str(args.workers), *args.plugin_args, *extra]
     return command

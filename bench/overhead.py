@@ -1,16 +1,35 @@
 """What the plugin costs per item, measured side by side with a bare loop in one run.
 
-    python bench/overhead.py [--tasks 300] [--collect 10000] [--rounds 3] [--against PYTHON]
+    python bench/overhead.py [--tasks 300] [--collect 10000] [--rounds 5] [--against PYTHON] [--profile PATH]
 
-Grading: N trivial tasks (build and test commands that do nothing) through
-``pytest --codebench=computeeval`` against a bare loop of the same subprocess calls
-(``sh -c true`` twice per task). Fixed costs (interpreter and pytest start-up) cancel out by
-timing two sizes: per item = (T(2N) - T(N)) / N. Collection: ``pytest --collect-only`` of a
-dataset of 10,000 tasks, minus the same run on a one-task dataset.
-With ``--against PYTHON`` (the interpreter of another virtual environment, holding the
-plugin at another commit: ``git worktree add DIR COMMIT``, then ``pip install -e DIR`` there),
-that plugin is timed too, interleaved, and both are printed with their ratio. Timings drift
-on shared machines; the ratios, taken in the same run, hold.
+Grading: N trivial tasks (build and test commands that do nothing, ``true``) through
+``pytest --codebench=computeeval`` against a bare loop doing the same work: a fresh
+workspace of the task's 3 files and two ``sh -c true`` (what any harness must do; NVIDIA's
+does). The tasks are ``cuda_python`` ones, whose test command runs as it is: a ``cuda_cpp``
+test must prove through the main guard that a program's main returned 0, which ``true``
+cannot, and its failure would grade the reference too. Fixed costs (interpreter and pytest
+start-up) cancel out by timing two sizes: per item = (T(2N) - T(N)) / N. Each plugin run has
+a run folder of its own (under the default one, each run removes the logs of the run ten runs
+back: a cost of keeping ten runs, not of grading this one's items).
+
+Side by side, each way timed next to the others in every round:
+
+- the headline, unconfined: the plugin with ``--codebench-sandbox none`` against the bare
+  loop (``subprocess.run(["sh", "-c", "true"])``), both starting commands as this machine's
+  user; and pytest itself running the bare loop's work as one parametrized test an item,
+  which splits the plugin's cost into pytest's own share and the plugin's;
+- sandboxed (where bwrap runs here): the plugin with its default sandbox against the local
+  runner alone, in a loop doing the same workspace and the same two commands: the sandbox's
+  own cost (``bench/sandbox_overhead.py``) is on both sides, what is left is the plugin's.
+
+Each figure is given as wall time and as the CPU time of every process involved (on a shared
+machine the wall time follows the load, the CPU time much less); each ratio is the median of
+the rounds' own ratios. Collection: ``pytest --collect-only`` of a dataset of 10,000 tasks,
+minus the same run on a one-task dataset (``bench/collect_scale.py`` compares 100,000 items
+with pytest's own). With ``--against PYTHON`` (the interpreter of another virtual environment,
+holding the plugin at another commit: ``git worktree add DIR COMMIT``, then ``pip install -e
+DIR`` there), that plugin is timed too, interleaved, and both are printed with their ratio.
+``--profile PATH`` writes a cProfile of one unconfined plugin run of N tasks.
 """
 
 from __future__ import annotations
@@ -18,13 +37,20 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
+
+from pytest_codebench.context import RunContext
+from pytest_codebench.options import Settings
+from pytest_codebench.runners.local import LocalRunner, sandbox_state
 
 
 def problems(path: Path, count: int) -> Path:
@@ -32,21 +58,24 @@ def problems(path: Path, count: int) -> Path:
         for index in range(count):
             record = {
                 "task_id": f"B/{index}",
-                "type": "cuda_cpp",
+                "type": "cuda_python",
                 "group": "bench",
                 "context_files": [{"path": "include/x.h", "content": "int x;\n"}],
-                "test_files": [{"path": "test/test_main.cu", "content": "int main() { return 0; }\n"}],
+                "test_files": [{"path": "test/test_main.py", "content": "pass\n"}],
                 "build_command": "true",
                 "test_command": "true",
                 "timeout_seconds": 30,
-                "baseline_solution": {"task_id": f"B/{index}", "files": [{"path": "solution.cu", "content": "\n"}]},
+                "baseline_solution": {"task_id": f"B/{index}", "files": [{"path": "solution.py", "content": "\n"}]},
             }
             out.write(json.dumps(record) + "\n")
     return path
 
 
-def pytest_seconds(dataset: Path, *extra: str, python: str = sys.executable) -> float:
-    """``pytest --codebench=computeeval`` on ``dataset``, with the plugin ``python`` has."""
+def pytest_seconds(dataset: Path, *extra: str, python: str = sys.executable) -> Cost:
+    """``pytest --codebench=computeeval`` on ``dataset``, with the plugin ``python`` has, in a
+    run folder of its own: under the default one, each run removes the logs of the run ten
+    runs back, which is a cost of keeping ten runs, not of grading this one's items."""
+    runs = tempfile.mkdtemp(prefix="runs-", dir=dataset.parent)
     command = [
         python,
         "-m",
@@ -54,6 +83,7 @@ def pytest_seconds(dataset: Path, *extra: str, python: str = sys.executable) -> 
         "--codebench=computeeval",
         f"--codebench-dataset={dataset}",
         "--codebench-run-without-gpu",
+        f"--codebench-run-dir={runs}",
         "-q",
         "-p",
         "no:cacheprovider",
@@ -61,83 +91,227 @@ def pytest_seconds(dataset: Path, *extra: str, python: str = sys.executable) -> 
         "no:benchmark",
         *extra,
     ]
-    started = time.perf_counter()
-    done = subprocess.run(command, cwd=dataset.parent, capture_output=True, text=True)
-    elapsed = time.perf_counter() - started
-    if done.returncode not in (0, 5):
+    with Clock() as clock:
+        done = subprocess.run(command, cwd=dataset.parent, capture_output=True, text=True)
+    if done.returncode not in (0, 5) or (" passed" not in done.stdout and "--collect-only" not in extra):
         sys.exit(f"pytest failed:\n{done.stdout[-3000:]}{done.stderr[-3000:]}")
-    return elapsed
+    return clock.cost
 
 
-def bare_seconds(count: int, workspace: Path | None = None) -> float:
+class Cost(NamedTuple):
+    """Wall seconds, and CPU seconds of this process and the children it waited for: on a
+    shared machine the wall time follows the load, the CPU time much less."""
+
+    wall: float
+    cpu: float
+
+
+class Clock:
+    """Times its ``with`` block: ``cost`` once it is left."""
+
+    def __enter__(self) -> Clock:
+        self._start = self._now()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        end = self._now()
+        self.cost = Cost(end.wall - self._start.wall, end.cpu - self._start.cpu)
+
+    @staticmethod
+    def _now() -> Cost:
+        own, waited = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = own.ru_utime + own.ru_stime + waited.ru_utime + waited.ru_stime
+        return Cost(time.perf_counter(), cpu)
+
+
+FILES = ("include/x.h", "solution.py", "test/test_main.py")
+
+
+def write_workspace(cwd: Path) -> None:
+    for name in FILES:
+        (cwd / name).parent.mkdir(parents=True, exist_ok=True)
+        (cwd / name).write_text("int x;\n")
+
+
+def bare_seconds(count: int, workspace: Path | None = None) -> Cost:
     """The same subprocess calls the plugin makes, in a plain loop: sh -c true, twice a task.
     With ``workspace``, also what any harness must do around them (the official one does):
     write the task's three files into a fresh directory and remove it afterwards."""
-    started = time.perf_counter()
-    for index in range(count):
-        cwd = None
-        if workspace is not None:
+    with Clock() as clock:
+        for index in range(count):
+            cwd = None
+            if workspace is not None:
+                cwd = workspace / str(index)
+                write_workspace(cwd)
+            for _ in range(2):
+                subprocess.run(
+                    ["/bin/sh", "-c", "true"],
+                    cwd=cwd,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                    check=True,
+                )
+            if cwd is not None:
+                shutil.rmtree(cwd)
+    return clock.cost
+
+
+# pytest itself doing the bare loop's work, one parametrized test an item: what any harness
+# built on pytest pays, before anything of the plugin.
+PLAIN = """\
+import os, shutil, subprocess
+from pathlib import Path
+import pytest
+
+@pytest.mark.parametrize("index", range(int(os.environ["BENCH_ITEMS"])))
+def test_item(index):
+    cwd = Path(os.environ["BENCH_WORK"]) / str(index)
+    for name in {files!r}:
+        (cwd / name).parent.mkdir(parents=True, exist_ok=True)
+        (cwd / name).write_text("int x;\\n")
+    for _ in range(2):
+        subprocess.run(["/bin/sh", "-c", "true"], cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, start_new_session=True, check=True)
+    shutil.rmtree(cwd)
+"""
+
+
+def plain_seconds(count: int, folder: Path) -> Cost:
+    """:data:`PLAIN` with ``count`` items, in ``folder``."""
+    test = folder / "test_plain_harness.py"
+    if not test.exists():
+        test.write_text(PLAIN.format(files=FILES))
+    work = tempfile.mkdtemp(prefix="work-", dir=folder)
+    env = {**os.environ, "BENCH_ITEMS": str(count), "BENCH_WORK": work}
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:benchmark", test.name]
+    with Clock() as clock:
+        subprocess.run(command, cwd=folder, env=env, capture_output=True, check=True)
+    return clock.cost
+
+
+def runner_seconds(count: int, local: LocalRunner, workspace: Path) -> Cost:
+    """The local runner alone, in the loop of :func:`bare_seconds` with a workspace."""
+    with Clock() as clock:
+        for index in range(count):
             cwd = workspace / str(index)
-            for name in ("include/x.h", "solution.cu", "test/test_main.cu"):
-                (cwd / name).parent.mkdir(parents=True, exist_ok=True)
-                (cwd / name).write_text("int x;\n")
-        for _ in range(2):
-            subprocess.run(
-                ["/bin/sh", "-c", "true"],
-                cwd=cwd,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-                check=True,
-            )
-        if cwd is not None:
+            write_workspace(cwd)
+            for _ in range(2):
+                assert local.run("true", cwd=cwd, timeout=60).ok
             shutil.rmtree(cwd)
-    return time.perf_counter() - started
+    return clock.cost
+
+
+def sandboxed_runner(run_dir: Path) -> LocalRunner | None:
+    """The local runner with its default sandbox, or None where bwrap cannot run here."""
+    settings = Settings({})  # every option at its default, as the plugin's run has them
+    if sandbox_state(settings, run_dir).plan is None:
+        return None
+    return LocalRunner(RunContext(None, settings, run_dir, run_dir, 1))  # type: ignore[arg-type]  # no pytest config
+
+
+def per_item(seconds: Callable[[int], Cost], tasks: int) -> Cost:
+    """Seconds per item beyond fixed costs: (T(2N) - T(N)) / N."""
+    large, small = seconds(2 * tasks), seconds(tasks)
+    return Cost((large.wall - small.wall) / tasks, (large.cpu - small.cpu) / tasks)
+
+
+def profile(dataset: Path, path: Path) -> None:
+    """A cProfile of one unconfined plugin run on ``dataset``, written to ``path``."""
+    command = [sys.executable, "-m", "cProfile", "-o", str(path), "-m", "pytest", "--codebench=computeeval"]
+    command += [f"--codebench-dataset={dataset}", "--codebench-run-without-gpu", "-q", "-p", "no:cacheprovider"]
+    subprocess.run([*command, *UNCONFINED], cwd=dataset.parent, capture_output=True, check=True)
+
+
+UNCONFINED = ("--codebench-sandbox", "none")
+
+
+def measure(args: argparse.Namespace, base: Path) -> dict[str, list[Cost]]:
+    """Seconds per item of each way, one figure a round. The ways compared are timed next to
+    each other in every round, so that a ratio is taken within a round (the machine is shared:
+    its speed drifts between rounds more than between neighbours)."""
+    sizes = {args.tasks: problems(base / "small.jsonl", args.tasks)}
+    sizes[2 * args.tasks] = problems(base / "large.jsonl", 2 * args.tasks)
+    work = base / "bare"
+    local = sandboxed_runner(base)
+    timed: dict[str, Callable[[int], Cost]] = {
+        "plugin": lambda n: pytest_seconds(sizes[n], *UNCONFINED),
+        "harness": lambda n: bare_seconds(n, work),
+        "pytest": lambda n: plain_seconds(n, base),
+        "bare": bare_seconds,
+    }
+    if args.against:
+        timed["other"] = lambda n: pytest_seconds(sizes[n], *UNCONFINED, python=args.against)
+    if local is not None:
+        timed["plugin sandboxed"] = lambda n: pytest_seconds(sizes[n])
+        timed["runner sandboxed"] = lambda n: runner_seconds(n, local, work)
+    figures: dict[str, list[Cost]] = {name: [] for name in timed}
+    for _ in range(args.rounds):
+        for name, seconds in timed.items():
+            figures[name].append(per_item(seconds, args.tasks))
+    if args.profile:
+        path = Path(args.profile).resolve()
+        profile(sizes[args.tasks], path)
+        print(f"profile of one unconfined run of {args.tasks} tasks: {path} (python -m pstats {path})")
+    return figures
+
+
+def ratio(figures: dict[str, list[Cost]], top: str, bottom: str, field: str = "wall") -> float:
+    """The median over rounds of each round's ratio."""
+    pairs = zip(figures[top], figures[bottom], strict=True)
+    return statistics.median(float(getattr(a, field) / getattr(b, field)) for a, b in pairs)
+
+
+def report(args: argparse.Namespace, figures: dict[str, list[Cost]]) -> None:
+    ms = {name: 1000 * statistics.median(cost.wall for cost in costs) for name, costs in figures.items()}
+    cpu = {name: 1000 * statistics.median(cost.cpu for cost in costs) for name, costs in figures.items()}
+    print(f"grading {args.tasks} vs {2 * args.tasks} trivial tasks, {args.rounds} rounds, {os.cpu_count()} cores")
+    print("per item, medians of the rounds (wall, and CPU of every process involved); a ratio is the")
+    print("median of the rounds' own ratios")
+
+    def line(title: str, name: str, note: str = "") -> None:
+        print(f"  {title:31s} {ms[name]:7.2f} ms wall {cpu[name]:7.2f} ms CPU{note}")
+
+    def compared(title: str, top: str, bottom: str, note: str = "") -> None:
+        wall, spent = ratio(figures, top, bottom), ratio(figures, top, bottom, "cpu")
+        print(f"  ratio {title:25s} {wall:7.2f} x  wall {spent:7.2f} x  CPU{note}")
+
+    line("plugin (unconfined):", "plugin")
+    line("bare loop + workspace:", "harness", "  (a fresh directory of 3 files, 2 x sh -c true)")
+    line("bare loop:", "bare", "  (2 x sh -c true)")
+    line("pytest doing the same:", "pytest", "  (the bare loop + workspace as a parametrized test)")
+    compared("plugin / bare + workspace:", "plugin", "harness", "  (target <= 1.5 x)")
+    compared("plugin / bare loop:", "plugin", "bare")
+    compared("pytest / bare + workspace:", "pytest", "harness", "  (pytest's own share)")
+    compared("plugin / pytest doing same:", "plugin", "pytest", "  (the plugin's own share)")
+    if "plugin sandboxed" in figures:
+        line("plugin (sandboxed):", "plugin sandboxed")
+        line("runner loop + workspace:", "runner sandboxed", "  (the same 2 commands, sandboxed)")
+        compared("plugin / runner loop:", "plugin sandboxed", "runner sandboxed", "  (both sandboxed)")
+    else:
+        print("  sandboxed: bwrap cannot run here, not measured")
+    if "other" in figures:
+        line(f"plugin at {args.against}:", "other")
+        compared("this plugin / that one:", "plugin", "other")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--tasks", type=int, default=300)
     parser.add_argument("--collect", type=int, default=10_000)
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--against", help="the Python of another environment whose plugin is timed side by side")
+    parser.add_argument("--profile", metavar="PATH", help="also write a cProfile of one unconfined plugin run there")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)
-        small = problems(base / "small.jsonl", args.tasks)
-        large = problems(base / "large.jsonl", 2 * args.tasks)
-        work = base / "bare"
-        plugin, other, bare, harness = [], [], [], []
-        for _ in range(args.rounds):  # interleaved, so drift hits all alike
-            plugin.append((pytest_seconds(large) - pytest_seconds(small)) / args.tasks)
-            if args.against:
-                seconds = pytest_seconds(large, python=args.against) - pytest_seconds(small, python=args.against)
-                other.append(seconds / args.tasks)
-            bare.append((bare_seconds(2 * args.tasks) - bare_seconds(args.tasks)) / args.tasks)
-            harness.append((bare_seconds(2 * args.tasks, work) - bare_seconds(args.tasks, work)) / args.tasks)
-        per_item, per_bare, per_harness = (statistics.median(x) for x in (plugin, bare, harness))
-        print(
-            f"grading {args.tasks} vs {2 * args.tasks} trivial tasks,"
-            f" median of {args.rounds} rounds, {os.cpu_count()} cores"
-        )
-        print(f"  plugin per item:                {1000 * per_item:7.2f} ms")
-        print(f"  bare loop per item:             {1000 * per_bare:7.2f} ms  (2 x sh -c true)")
-        print(
-            f"  bare loop + workspace per item: {1000 * per_harness:7.2f} ms  (same, in a fresh directory of 3 files)"
-        )
-        print(f"  overhead per item:              {1000 * (per_item - per_bare):7.2f} ms  (target <= 15 ms)")
-        print(f"  ratio plugin / bare loop:       {per_item / per_bare:7.2f} x   (target <= 1.2 x)")
-        print(f"  ratio plugin / bare + workspace:{per_item / per_harness:7.2f} x")
-        if other:
-            per_other = statistics.median(other)
-            print(f"  plugin at {args.against} per item: {1000 * per_other:7.2f} ms")
-            print(f"  ratio this plugin / that one:   {per_item / per_other:7.2f} x")
-
+        report(args, measure(args, base))
         one = problems(base / "one.jsonl", 1)
         many = problems(base / "many.jsonl", args.collect)
         collect = statistics.median(
-            pytest_seconds(many, "--collect-only") - pytest_seconds(one, "--collect-only") for _ in range(args.rounds)
+            pytest_seconds(many, "--collect-only").wall - pytest_seconds(one, "--collect-only").wall
+            for _ in range(args.rounds)
         )
         print(f"collecting {args.collect} tasks: {collect:.2f} s beyond start-up (target <= 2 s)")
 

@@ -36,7 +36,18 @@ METRICS = ("wall", "instructions")
 def pytest(*args: str, cwd: Path) -> float:
     started = time.perf_counter()
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:benchmark", "-q", *args],
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:benchmark",
+            "-q",
+            "--codebench-store=off",
+            *args,
+        ],
         check=False,
         cwd=cwd,
         capture_output=True,

@@ -27,7 +27,18 @@ def grade(root: Path, mode: str, trials: int, round_: int) -> dict[str, dict[str
     """{item id: figures} of one graded run of the bundled sample (correct candidates only)."""
     report = root / f"{mode}-{round_}.json"
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-n", "2", "--codebench=pie"]
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "-q",
+            "-n",
+            "2",
+            "--codebench=pie",
+            "--codebench-store=off",
+        ]
         + ["--codebench-sandbox", mode, "--codebench-pie", f"num_trials={trials}", "--codebench-report", str(report)],
         check=False,
         cwd=root,

@@ -124,6 +124,7 @@ def main() -> int:
                 "no:cacheprovider",
                 "-q",
                 "--codebench=tensorbench",
+                "--codebench-store=off",  # the reuse measured is the build cache's, not the verdict store's
                 "--codebench-dataset",
                 str(base / "tensorbench.json"),
                 "--codebench-solutions",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import abc
 import dataclasses
+import functools
 from collections.abc import Callable, Iterable, Sequence
 from importlib import resources
 from importlib.metadata import entry_points
@@ -19,11 +20,14 @@ from typing import Any, ClassVar
 import pytest
 
 from .cases import Case, Dataset
+from .comparison import Row, pass_at_k_columns
 from .context import RunContext, slug
 from .errors import HarnessError
 from .grading import Grading
-from .options import DATASET, Option
+from .options import DATASET, SOLUTIONS, Option
 from .reporting import ItemResult, Summary
+from .runners import Runner
+from .sweeps import SolutionSet, find_sets
 from .verdict import Verdict
 
 __all__ = ["Benchmark", "Case", "Dataset", "RunContext", "Sample", "Summary", "join_samples", "slug"]
@@ -84,6 +88,9 @@ class Benchmark(abc.ABC):
     #: The bundled sample graded when no ``--codebench-dataset`` is given, relative to
     #: the ``pytest_codebench.datasets`` package (the repository's ``datasets/`` folder).
     default_dataset: ClassVar[str]
+    #: How a file of solutions is named in a directory of solution sets (one per model); the
+    #: set's name is the file's without it. NVIDIA's harness: ``NAME-solutions.tar.gz``.
+    solution_suffixes: ClassVar[tuple[str, ...]] = ("-solutions.tar.gz",)
 
     def __init__(self, context: RunContext) -> None:
         self.context = context
@@ -95,6 +102,12 @@ class Benchmark(abc.ABC):
         if given:
             return Path(given).resolve()
         return Path(str(resources.files("pytest_codebench.datasets") / self.default_dataset)).resolve()
+
+    @functools.cached_property
+    def solution_sets(self) -> list[SolutionSet]:
+        """The solution sets ``--codebench-solutions`` names, one per model (one unnamed set, of
+        path None, where it names none). Raises ValueError for two sets of one name."""
+        return find_sets(self.settings[SOLUTIONS], self.solution_suffixes)
 
     @abc.abstractmethod
     def load(self) -> Dataset:
@@ -124,9 +137,42 @@ class Benchmark(abc.ABC):
     def summarize(self, results: list[ItemResult]) -> Summary:
         """Metrics over the results of every item."""
 
+    def columns(self, summary: Summary) -> Row:
+        """A model's cells where models are compared side by side (the terminal's and the
+        markdown report's rows), from its summary: pass@k overall and per group, then the
+        named scores."""
+        scores = {name: f"{value:.2f}%" for name, value in summary.scores.items()}
+        return {**pass_at_k_columns(summary.metrics), **scores}
+
     def report_info(self) -> dict[str, Any]:
         """Extra facts for the JSON report (probed toolkit, GPU...)."""
         return {}
+
+    # -- what decides a verdict (the verdict store's key, see verdict_keys) ----------------------
+
+    def answer(self, case: Case) -> Any:
+        """The part of the case's solution that its verdict depends on, as JSON data: two
+        samples with equal answers get one verdict (graded once in a run, and stored for the
+        next). Never metadata (a sample's id, its model's name, a timestamp)."""
+        return case.solution
+
+    def task_key(self, case: Case) -> Any:
+        """What of the case's task its verdict depends on, as JSON data: its record, and
+        whatever the record names by path that grading reads (test files beside it)."""
+        return case.record
+
+    def key_facts(self, runner: Runner) -> dict[str, Any]:
+        """What of the machine decides a verdict besides the runner's fingerprint (the
+        toolkit, the GPUs' names, the compiler's version): a verdict is reused only where they
+        are the same. Asked before the first item of each process is graded, so it probes
+        (once per run) rather than reading what grading found so far."""
+        return {}
+
+    @property
+    def timed(self) -> bool:
+        """Whether verdicts depend on how fast this machine runs (speedups): they are then
+        reused only on the machine that measured them."""
+        return False
 
     def finish(self, results: list[ItemResult]) -> None:
         """On the controller, once every item is graded: write the benchmark's own outputs."""

@@ -30,6 +30,8 @@ class Case:
     #: ``error`` is the model's answer's (a malformed sample of a task of the dataset), not
     #: the dataset's: the item still errors, and counts as failed.
     answer_error: bool = False
+    #: The solution set (model) the sample comes from; None where the run has one set, not named.
+    model: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,10 +44,24 @@ class Dataset:
     cases: list[Case]
 
     def to_json(self) -> dict[str, Any]:
+        """Every task's record once (``records``), each case naming its own by position: the
+        samples of a task share one record, and 100 samples a task would write it 100 times
+        (and make the workers that read it back hold 100 copies)."""
         # Shallow on purpose: records are JSON already, and asdict's deep copy of every
         # record costs seconds on a large dataset.
-        return {**vars(self), "cases": [vars(case) for case in self.cases]}
+        records: list[dict[str, Any]] = []
+        position: dict[int, int] = {}  # by identity: the cases hold their records meanwhile
+        cases = []
+        for case in self.cases:
+            at = position.setdefault(id(case.record), len(records))
+            if at == len(records):
+                records.append(case.record)
+            cases.append({**vars(case), "record": at})
+        return {**vars(self), "records": records, "cases": cases}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Dataset:
-        return cls(**{**data, "cases": [Case(**case) for case in data["cases"]]})
+        fields = dict(data)
+        records = fields.pop("records")
+        cases = [Case(**{**case, "record": records[case["record"]]}) for case in fields.pop("cases")]
+        return cls(**fields, cases=cases)

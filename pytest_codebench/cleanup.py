@@ -200,11 +200,12 @@ def _rmdir(parent: int, name: str, problems: list[str]) -> None:
 # -- folders of live runs, and of dead ones ---------------------------------------------------
 
 
-def hold(path: Path) -> None:
+def hold(path: Path, *, shared: bool = False) -> None:
     """Mark ``path`` (a folder) as this process's for as long as it lives: :func:`sweep`, in
-    any process, leaves it alone. The lock goes with the process, however it ends."""
+    any process, leaves it alone. The lock goes with the process, however it ends. ``shared``:
+    other processes may hold it too (the xdist workers of one host, in their own run folder)."""
     fd = os.open(path, _DIRECTORY)
-    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
     _held[os.fspath(path)] = fd
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypedDict, cast
 
 if TYPE_CHECKING:
+    from .context import RunContext
     from .runners import GpuProbe, Runner
 
 # Run with `python -c`; prints one JSON object: {"gpus": [...]} or {"error": "..."}.
@@ -78,6 +79,14 @@ class Machine(TypedDict):
 
     toolkit: Toolkit
     gpu: GpuProbe
+
+
+def probe_machine(context: RunContext, runner: Runner) -> Machine:
+    """The toolkit and the GPUs ``runner``'s commands get (the GPUs as the probe hook says)."""
+    workdir = context.run_dir / "probe"
+    workdir.mkdir(exist_ok=True)
+    config = context.config
+    return {"toolkit": probe_toolkit(runner, workdir), "gpu": config.hook.pytest_codebench_probe_gpus(config=config)}
 
 
 def is_datacenter(name: str) -> bool:

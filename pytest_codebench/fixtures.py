@@ -19,7 +19,9 @@ from .context import SETTINGS_KEY, RunContext, slug
 from .errors import DatasetError, HarnessError
 from .gpu_scheduler import GpuScheduler
 from .grading import EXPOSURE_KEY, VERDICT_KEY, Exposure, Grading
+from .janitor import JANITOR, remove_later
 from .options import BENCHMARK, CACHE_DIR, KEEP_WORKSPACES, REPO
+from .reuse import ORIGIN_KEY
 from .runners import GpuProbe, Runner, RunResult
 from .session import STATE_KEY, CodebenchSession
 from .verdict import Outcome, Verdict
@@ -108,37 +110,53 @@ def codebench_workspace(request: pytest.FixtureRequest, codebench_case: Case) ->
     unless ``--codebench-keep-workspaces``."""
     session = _session(request)
     path = session.context.run_dir / "work" / slug(codebench_case.id)
-    remove_tree(path)  # a re-run of the same item (--lf, reruns) starts clean; any depth, links unfollowed
+    # The same item graded again (--lf, reruns) waits for its last workspace to go, then starts
+    # clean; any depth, links unfollowed.
+    JANITOR.wait(path)
+    remove_tree(path)
     path.mkdir(parents=True)
     rejected = None
     if codebench_case.missing is None:  # nothing to write for a task the model never answered
         rejected = _harness(lambda: session.benchmark.prepare(codebench_case, path), _exposure(request))
     yield Workspace(path, rejected)
     if not session.settings[KEEP_WORKSPACES]:
-        remove_tree(path)
+        remove_later(path, request.config)  # in the background: the next item need not wait
 
 
 @pytest.fixture
-def codebench_verdict(request: pytest.FixtureRequest, codebench_case: Case, codebench_workspace: Workspace) -> Verdict:
+def codebench_verdict(request: pytest.FixtureRequest, codebench_case: Case) -> Verdict:
     """The grade of this item. It is computed during setup, so that harness trouble (an
     ``error`` verdict) is reported as an error and never as a failure of the model. A task
-    the solutions never answer fails as ``missing_solution``, on any machine."""
+    the solutions never answer fails as ``missing_solution``, on any machine. A sample the
+    verdict store holds, or whose duplicate this run graded, takes that verdict: no workspace."""
     session = _session(request)
     if codebench_case.missing is not None:
         verdict = Verdict(Outcome.MISSING_SOLUTION, codebench_case.missing)
-    elif codebench_workspace.rejected is not None:
-        verdict = Verdict(Outcome.INVALID_SOLUTION, codebench_workspace.rejected)
     else:
-        # Asked here, not as a parameter: a missing answer fails without a runner.
-        runner: Runner = request.getfixturevalue("codebench_runner")
-        grading = Grading(session.context, codebench_case, codebench_workspace.path, runner)
-        exposure = _exposure(request)
-        exposure.grading = grading
-        verdict = _harness(lambda: session.benchmark.grade(grading), exposure)
+        # Harness trouble finding the key (probing the machine) errors the item, as grading's would.
+        verdict, origin = _harness(
+            lambda: session.reuse.verdict(request.node, codebench_case, lambda: _graded(request, codebench_case))
+        )
+        if origin is not None:
+            request.node.stash[ORIGIN_KEY] = origin
     request.node.stash[VERDICT_KEY] = verdict
     if verdict.outcome is Outcome.ERROR:
         pytest.fail(verdict.describe(), pytrace=False)
     return verdict
+
+
+def _graded(request: pytest.FixtureRequest, case: Case) -> Verdict:
+    """Grade the case in a workspace of its own (asked for here, not as a parameter: a
+    verdict the store holds needs none)."""
+    session = _session(request)
+    workspace: Workspace = request.getfixturevalue("codebench_workspace")
+    if workspace.rejected is not None:
+        return Verdict(Outcome.INVALID_SOLUTION, workspace.rejected)
+    runner: Runner = request.getfixturevalue("codebench_runner")
+    grading = Grading(session.context, case, workspace.path, runner)
+    exposure = _exposure(request)
+    exposure.grading = grading
+    return _harness(lambda: session.benchmark.grade(grading), exposure)
 
 
 @dataclasses.dataclass(frozen=True)

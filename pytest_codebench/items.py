@@ -9,6 +9,7 @@ and an id that cannot be given back on the command line.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections.abc import Iterator, Sequence
@@ -76,13 +77,11 @@ class DatasetFile(pytest.File):
         self.add_marker(pytest.mark.codebench(benchmark.name))
 
     def collect(self) -> Iterator[CodebenchItem]:
-        # Read and verified by one process of the run; the other xdist workers read its result.
         try:
-            loaded = self.benchmark.context.once("dataset", lambda: self.benchmark.load().to_json())
+            self.dataset = self._load()
         except (DatasetError, HarnessError) as exc:
             # Bad data is the user's to fix: the message says where, a traceback would only distract.
             raise self.CollectError(str(exc)) from exc
-        self.dataset = Dataset.from_json(loaded)
         shared = None
         shard = self.benchmark.settings[SHARD]
         for case in self.dataset.cases:
@@ -98,6 +97,29 @@ class DatasetFile(pytest.File):
             shared = item._fixtureinfo
             yield item
 
+    def _load(self) -> Dataset:
+        """Read and verified by one process of the run: the first xdist worker to ask, whose
+        result the others read back. A run without workers reads it itself, with no copy to
+        write and read back (a second on 100,000 items: python bench/collect_scale.py)."""
+        context = self.benchmark.context
+        if not hasattr(context.config, "workerinput"):
+            return self.benchmark.load()
+        made: list[Dataset] = []
+
+        def load() -> dict[str, Any]:
+            made.append(self.benchmark.load())
+            return made[0].to_json()
+
+        loaded = context.once("dataset", load)
+        return made[0] if made else Dataset.from_json(loaded)
+
+
+@functools.cache
+def _timeout_mark(seconds: float) -> pytest.MarkDecorator:
+    """One mark per budget, shared by the items that have it: making a mark costs more than
+    the rest of an item's collection (python bench/collect_scale.py)."""
+    return pytest.mark.timeout(seconds)
+
 
 class CodebenchItem(pytest.Function):
     """One (task, sample) of a benchmark, graded with fixtures like any other test."""
@@ -111,7 +133,7 @@ class CodebenchItem(pytest.Function):
         if case.timeout is not None and case.error is None:  # a bad record's timeout is not one
             # pytest-timeout is the backstop against a hung harness step, not the grader's
             # clock: the benchmark's own timeouts fire first and give the precise outcome.
-            self.add_marker(pytest.mark.timeout(case.timeout))
+            self.add_marker(_timeout_mark(case.timeout))
         for mark in parent.benchmark.marks(case):
             self.add_marker(mark)
 

@@ -18,6 +18,7 @@ from typing import Any, Generic, Literal, TypeVar
 import pytest
 
 from .shards import parse_shard
+from .sweeps import SolutionSpec, parse_solutions
 
 T = TypeVar("T")
 N = TypeVar("N", int, float)
@@ -87,6 +88,10 @@ class Option(Generic[T]):
     #: Where the option's own name would read badly (``--codebench-benchmark``).
     cli_name: str | None = None
     ini_name: str | None = None
+    #: Whether the value can change a verdict: every option that can is part of the verdict
+    #: store's key (a verdict graded under another value is not reused); those that cannot
+    #: (where reports go, k, the run directory, the shard) say ``grading=False``.
+    grading: bool = True
 
     @property
     def cli(self) -> str:
@@ -105,16 +110,18 @@ class Option(Generic[T]):
         return self.ini
 
 
-def text_option(name: str, help: str, *, metavar: str, default: str | None = None) -> Option[str | None]:
-    return Option(name, help, default, str, metavar)
+def text_option(
+    name: str, help: str, *, metavar: str, default: str | None = None, grading: bool = True
+) -> Option[str | None]:
+    return Option(name, help, default, str, metavar, grading=grading)
 
 
-def bool_option(name: str, help: str) -> Option[bool]:
-    return Option(name, help, False, parse_bool, flag=True, ini_type="bool")
+def bool_option(name: str, help: str, *, grading: bool = True) -> Option[bool]:
+    return Option(name, help, False, parse_bool, flag=True, ini_type="bool", grading=grading)
 
 
-def int_option(name: str, help: str, *, default: int, metavar: str = "N") -> Option[int]:
-    return Option(name, help, default, positive(int), metavar, ini_type="int")
+def int_option(name: str, help: str, *, default: int, metavar: str = "N", grading: bool = True) -> Option[int]:
+    return Option(name, help, default, positive(int), metavar, ini_type="int", grading=grading)
 
 
 def _default_cache_dir() -> str:
@@ -130,18 +137,26 @@ BENCHMARK = Option(
     "NAME",
     cli_name="--codebench",
     ini_name="codebench",
+    grading=False,  # the benchmark's name is in the key on its own
 )
 DATASET = text_option(
-    "dataset", "The benchmark's tasks (a datapack or a file); each benchmark has a bundled default.", metavar="PATH"
-)
-SOLUTIONS = text_option(
-    "solutions",
-    "The model's answers (a datapack or a file), or 'baseline' for the tasks' reference answers.",
+    "dataset",
+    "The benchmark's tasks (a datapack or a file); each benchmark has a bundled default.",
     metavar="PATH",
+    grading=False,  # the store keys each task by its record, not by the file's path
+)
+SOLUTIONS: Option[list[SolutionSpec]] = Option(
+    "solutions",
+    "The model's answers (a datapack or a file), or 'baseline' for the tasks' reference answers; several sets "
+    "(models) comma separated, each PATH, NAME=PATH, or a directory of NAME-solutions.tar.gz files.",
+    [],
+    parse_solutions,
+    "PATH[,PATH...]",
+    grading=False,  # the store keys each sample by its answer, not by the file's path
 )
 RUNNER = Option("runner", "Where commands run.", "local", str, "NAME")
 K: Option[list[int]] = Option(
-    "k", "The k values of pass@k to report, comma separated.", [1], int_list, "K[,K...]", ini_type="args"
+    "k", "The k values of pass@k to report, comma separated.", [1], int_list, "K[,K...]", ini_type="args", grading=False
 )
 
 
@@ -185,16 +200,25 @@ FAIL_UNDER: Option[Threshold | None] = Option(
     None,
     threshold,
     "SCORE",
+    grading=False,
 )
 ALLOW_ERRORS = bool_option(
     "allow-errors",
     "Let --codebench-fail-under pass a run in which items ended in a harness error (the score alone decides).",
+    grading=False,
 )
-REPORT = text_option("report", "Write the results as JSON to this path.", metavar="PATH")
+REPORT = text_option("report", "Write the results as JSON to this path.", metavar="PATH", grading=False)
+MARKDOWN = text_option(
+    "markdown",
+    "Write a markdown report to this path (one row per model), also appended to $GITHUB_STEP_SUMMARY when set.",
+    metavar="PATH",
+    grading=False,
+)
 RUN_DIR = text_option(
     "run-dir",
     "Each run keeps its logs and state in a folder under DIR (default: .codebench/runs under the rootdir).",
     metavar="DIR",
+    grading=False,
 )
 OUTPUT_LIMIT = int_option(
     "output-limit",
@@ -214,14 +238,16 @@ BUILD_JOBS = int_option(
     "build-jobs",
     "Builds allowed at once on this machine, across xdist workers (default: CPU count).",
     default=os.cpu_count() or 1,
+    grading=False,
 )
-KEEP_WORKSPACES = bool_option("keep-workspaces", "Keep each item's workspace after grading.")
+KEEP_WORKSPACES = bool_option("keep-workspaces", "Keep each item's workspace after grading.", grading=False)
 CACHE_DIR = Option(
     "cache-dir",
     "What is reused across runs on this machine: git mirrors, environments, compiler caches.",
     _default_cache_dir(),
     str,
     "DIR",
+    grading=False,
 )
 REPO = text_option(
     "repo",
@@ -234,6 +260,17 @@ SHARD: Option[tuple[int, int] | None] = Option(
     None,
     parse_shard,
     "I/N",
+    grading=False,
+)
+STORE = Option(
+    "store",
+    "The verdict store (a SQLite file in the cache dir) keeps each verdict by what decides it, so that no run "
+    "grades a sample an earlier one graded: on (read and write), read, write (grade everything again and keep "
+    "it), or off.",
+    "on",
+    choice("off", "read", "write", "on"),
+    "MODE",
+    grading=False,
 )
 ADAPTIVE_TRIALS = Option(
     "adaptive-trials",
@@ -254,6 +291,7 @@ CORE_OPTIONS: tuple[Option[Any], ...] = (
     FAIL_UNDER,
     ALLOW_ERRORS,
     REPORT,
+    MARKDOWN,
     RUN_DIR,
     OUTPUT_LIMIT,
     ENV,
@@ -263,6 +301,7 @@ CORE_OPTIONS: tuple[Option[Any], ...] = (
     REPO,
     ADAPTIVE_TRIALS,
     SHARD,
+    STORE,
 )
 
 

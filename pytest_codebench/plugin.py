@@ -3,16 +3,18 @@ the xdist glue. Everything that only matters during a run lives in :mod:`.sessio
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from . import fixtures, hooks
 from .benchmark import benchmark_classes, get_benchmark_class
-from .context import RUN_DIR_KEY, SETTINGS_KEY, RunContext
+from .context import HOSTS_KEY, SETTINGS_KEY, WORKER_RUN_DIR_KEY, HostRun, RunContext
 from .errors import DatasetError, HarnessError
 from .items import dataset_args, dataset_nodeid
-from .options import BENCHMARK, CORE_OPTIONS, Option, Settings, register
+from .options import BENCHMARK, CORE_OPTIONS, SOLUTIONS, Option, Settings, register
 from .runners import GpuProbe, runner_classes
 from .session import STATE_KEY, CodebenchSession
 
@@ -69,6 +71,10 @@ def pytest_configure(config: pytest.Config) -> None:
         dataset_path = benchmark.dataset_path()
     except (DatasetError, HarnessError) as exc:
         raise pytest.UsageError(str(exc)) from None
+    try:
+        benchmark.solution_sets  # noqa: B018 - found (and two sets of one name refused) before collecting
+    except ValueError as exc:
+        raise pytest.UsageError(f"{SOLUTIONS.cli}: {exc}") from None
     if not dataset_path.exists():
         raise pytest.UsageError(f"--codebench-dataset: {dataset_path} does not exist")
     # `pytest --codebench=NAME` with no paths grades the dataset rather than the tests of
@@ -89,7 +95,29 @@ class XdistHooks:
         self.config = config
 
     def pytest_configure_node(self, node: Any) -> None:
-        node.workerinput[RUN_DIR_KEY] = str(self.config.stash[STATE_KEY].context.run_dir)
+        node.workerinput.update(self.config.stash[STATE_KEY].context.handoff())
+
+    def pytest_sessionfinish(self) -> None:
+        """On a worker with a run folder of its own (on another host): what the benchmark probed
+        there, for the controller's report."""
+        hosted: HostRun | None = getattr(self.config, "workeroutput", {}).get(WORKER_RUN_DIR_KEY)
+        state = self.config.stash.get(STATE_KEY, None)
+        if hosted is not None and state is not None:
+            # Builtins only cross over execnet.
+            hosted["environment"] = json.loads(json.dumps(state.benchmark.report_info(), default=str))
+
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        hosted: HostRun | None = getattr(node, "workeroutput", {}).get(WORKER_RUN_DIR_KEY)
+        if hosted:
+            self.config.stash.setdefault(HOSTS_KEY, {})[hosted["host"]] = hosted
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        """After the run's own ``logs:`` line: where workers on other hosts keep theirs (the
+        log paths of the items they graded are paths on that host)."""
+        if self.config.stash[STATE_KEY].results:
+            for host, hosted in self.config.stash.get(HOSTS_KEY, {}).items():
+                terminalreporter.write_line(f"logs on host {host}: {Path(hosted['run_dir']) / 'logs'}")
 
     def pytest_handlecrashitem(self, crashitem: str, report: pytest.TestReport, sched: Any) -> None:
         self.config.stash[STATE_KEY].crash_as_error(report)

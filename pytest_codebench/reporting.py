@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 from .cases import Case, Dataset
+from .sweeps import split_id
 from .verdict import Outcome, Status, Verdict
 
 
@@ -40,6 +41,13 @@ class ItemResult(TypedDict):
     excused: bool
     dataset_sha256: str | None
     dataset_release: str | None
+    #: The solution set (model) of the item's sample; None where the run has one set, not named.
+    model: str | None
+    #: The verdict came from the verdict store: an earlier run graded this sample.
+    cached: bool
+    #: The id of the item of this run whose identical sample (same task, same answer) was
+    #: graded instead of this one; None where this item was graded (or came from the store).
+    same_as: str | None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -65,6 +73,8 @@ class RunInfo(TypedDict):
     run_dir: str
     #: What the benchmark and the runner probed (toolkit, GPUs, image).
     environment: dict[str, Any]
+    #: What graded (:func:`~pytest_codebench.harness.harness_version`): merge refuses to mix two.
+    harness_version: str
 
 
 def item_result(nodeid: str, case: Case, dataset: Dataset | None, verdict: Verdict, excused: bool) -> ItemResult:
@@ -87,15 +97,17 @@ def item_result(nodeid: str, case: Case, dataset: Dataset | None, verdict: Verdi
         "excused": excused and verdict.outcome.status in (Status.SKIPPED, Status.ERROR),
         "dataset_sha256": dataset.sha256 if dataset else None,
         "dataset_release": dataset.release if dataset else None,
+        "model": case.model,
+        "cached": False,
+        "same_as": None,
     }
 
 
 def crash_result(nodeid: str) -> ItemResult:
     """The record of an item whose xdist worker died under it: harness trouble."""
     item_id = nodeid.rpartition("::")[2]
-    task_id, _, sample = item_id.rpartition("[")
-    number = sample.rstrip("]")
-    case = Case(id=item_id, task_id=task_id or item_id, sample=int(number) if number.isdigit() else 0)
+    task_id, model, number = split_id(item_id)
+    case = Case(id=item_id, task_id=task_id, sample=int(number) if number.isdigit() else 0, model=model)
     # Not excused: the item's own code may have killed its worker (a signal to its parent).
     crashed = Verdict(Outcome.ERROR, reason="the xdist worker grading this item crashed")
     return item_result(nodeid, case, None, crashed, excused=False)
@@ -114,6 +126,12 @@ def junit_properties(benchmark: str, result: ItemResult) -> list[tuple[str, obje
         ("category", result["outcome"]),
         ("group", result["group"] or ""),
     ]
+    if result["model"] is not None:
+        properties.append(("model", result["model"]))
+    if result.get("cached"):
+        properties.append(("cached", "true"))
+    if result.get("same_as"):
+        properties.append(("same_as", result["same_as"]))
     if result["status"] in (Status.SKIPPED, Status.ERROR):
         properties.append(("scored", "no (the machine's doing)" if result["excused"] else "yes, as failed"))
     properties += sorted(result["figures"].items())
@@ -129,6 +147,15 @@ def counts(results: list[ItemResult]) -> dict[str, int]:
     for result in results:
         tally[result["outcome"]] += 1
     return {name: count for name, count in tally.items() if count}
+
+
+def reused(results: list[ItemResult]) -> dict[str, int]:
+    """How many verdicts were not graded by their own item: ``cached`` (from the verdict store,
+    graded by an earlier run) and ``same_as`` (a duplicate of a sample this run graded)."""
+    return {
+        "cached": sum(1 for result in results if result.get("cached")),
+        "same_as": sum(1 for result in results if result.get("same_as")),
+    }
 
 
 # How many items a grouped line names as examples.
@@ -178,11 +205,24 @@ def counted_as_failed(result: ItemResult) -> bool:
     return scored(result) and result["status"] in (Status.SKIPPED, Status.ERROR)
 
 
-def write_report(path: Path, run: RunInfo, results: list[ItemResult], summary: Summary) -> None:
-    """The run as JSON: data identity, options, environment, metrics and every item."""
-    first = results[0] if results else None
-    report = {
+def write_report(
+    path: Path, run: RunInfo, results: list[ItemResult], summary: Summary, models: dict[str, Any] | None = None
+) -> None:
+    """The run as JSON (:func:`report_json`) at ``path``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(report_json(run, results, summary, models), indent=2, default=str) + "\n")
+
+
+def report_json(
+    run: RunInfo, results: list[ItemResult], summary: Summary, models: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The run's report: data identity, options, environment, metrics, each model's own
+    (``models``: by name, as ``ModelSummary.to_json`` gives them) and every item."""
+    # The dataset as an item that read it says (a crashed worker's item never did).
+    first = next((result for result in results if result["dataset_sha256"]), None)
+    return {
         "benchmark": run["benchmark"],
+        "harness_version": run["harness_version"],
         "dataset": {
             "path": run["dataset_path"],
             "release": first["dataset_release"] if first else None,
@@ -192,10 +232,10 @@ def write_report(path: Path, run: RunInfo, results: list[ItemResult], summary: S
         "run_dir": run["run_dir"],
         "environment": run["environment"],
         "counts": counts(results),
+        "reused": reused(results),
         "score": summary.score,
         "scores": summary.scores,
         "metrics": summary.metrics,
+        "models": models or {},
         "items": sorted(results, key=lambda result: result["nodeid"]),
     }
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(report, indent=2, default=str) + "\n")

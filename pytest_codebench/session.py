@@ -9,15 +9,19 @@ from typing import Any
 
 import pytest
 
+from . import markdown
 from .benchmark import Benchmark
-from .context import RunContext
+from .comparison import ModelSummary, model_summaries, table, text_table
+from .context import HOSTS_KEY, RunContext
 from .grading import EXPOSURE_KEY, VERDICT_KEY, Exposure
+from .harness import harness_version
 from .items import CodebenchItem, DatasetFile, place_skip
-from .options import ALLOW_ERRORS, FAIL_UNDER, REPORT, RUNNER, SHARD, Settings, Threshold
+from .options import ALLOW_ERRORS, FAIL_UNDER, MARKDOWN, REPORT, RUNNER, SHARD, Settings, Threshold
 from .reporting import (
     ItemResult,
     RunInfo,
     Summary,
+    counts,
     crash_result,
     examples,
     item_result,
@@ -26,6 +30,7 @@ from .reporting import (
     outcome_of,
     write_report,
 )
+from .reuse import ORIGIN_KEY, Reuse, reuse_lines, run_identity
 from .runners import Runner, get_runner_class
 from .verdict import Outcome, Verdict
 
@@ -43,7 +48,11 @@ class CodebenchSession:
         self.dataset_path = dataset_path
         self.results: list[ItemResult] = []
         self.summary: Summary | None = None
+        #: Each model's summary, by name (none where the run grades one unnamed set).
+        self.models: dict[str, ModelSummary] = {}
         self.is_worker = hasattr(config, "workerinput")
+        #: Verdicts from the store and from duplicates (its run identity asked on first use).
+        self.reuse = Reuse(benchmark, lambda: run_identity(benchmark, self.runner, self.runner_class.options))
 
     @functools.cached_property
     def runner_class(self) -> type[Runner]:
@@ -54,6 +63,20 @@ class CodebenchSession:
         return self.runner_class(self.context)
 
     # -- collection -------------------------------------------------------------------------
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionstart(self) -> None:
+        """A store that cannot serve is a usage error before anything is graded (once, on the
+        controller; xdist's workers start after it)."""
+        if self.is_worker or self.config.option.collectonly:
+            return
+        why = self.reuse.usage_error()
+        if why is not None:
+            raise pytest.UsageError(why)
+
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        # Duplicate samples after the firsts: graded once, they rarely wait for their first.
+        items[:] = self.reuse.plan(items)
 
     def pytest_collect_file(self, file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
         if file_path == self.dataset_path:
@@ -92,6 +115,9 @@ class CodebenchSession:
             exposure = item.stash.get(EXPOSURE_KEY, None) or Exposure()
             excused = verdict.leaves_score(exposure.model_acted)
             result = item_result(item.nodeid, item.case, item.dataset, verdict, excused)
+            origin = item.stash.get(ORIGIN_KEY, None)
+            if origin is not None:
+                result["cached"], result["same_as"] = origin.cached, origin.same_as
             # Travels to the xdist controller with the report (builtins only).
             report.codebench = result  # type: ignore[attr-defined]
             item.user_properties.extend(junit_properties(self.benchmark.name, result))
@@ -107,11 +133,22 @@ class CodebenchSession:
         if self.is_worker:
             return
         self.runner_class.sweep(self.context)
+        # In one order whatever order xdist finished them in: metrics summed over the items come
+        # out the same to the last digit in every run, and in a merge of its shards.
+        self.results.sort(key=lambda result: result["nodeid"])
         self.benchmark.finish(self.results)
         self.summary = self.benchmark.summarize(self.results)
+        self.models = model_summaries(self.benchmark.summarize, self.results)
         report_path = self.settings[REPORT]
         if report_path:
-            write_report(Path(report_path), self.run_info(), self.results, self.summary)
+            models = {name: model.to_json() for name, model in self.models.items()}
+            write_report(Path(report_path), self.run_info(), self.results, self.summary, models)
+        markdown_path = self.settings[MARKDOWN]
+        if markdown_path and self.results:
+            first = next((result for result in self.results if result["dataset_sha256"]), self.results[0])
+            dataset = markdown.dataset_label(str(self.dataset_path), first["dataset_sha256"], first["dataset_release"])
+            whole = ModelSummary(self.summary, counts(self.results))
+            markdown.publish(Path(markdown_path), markdown.report(self.benchmark, dataset, whole, self.models))
         met = self.fail_under_met
         # Only a run that graded decides by score: interruptions and usage errors stand.
         if met is not None and exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
@@ -119,12 +156,15 @@ class CodebenchSession:
 
     def run_info(self) -> RunInfo:
         runner = {"runner": self.runner_info} if self.runner_info else {}
+        # Workers on other hosts probed their own machine: what each found, and its run folder there.
+        hosts = {"hosts": self.config.stash[HOSTS_KEY]} if HOSTS_KEY in self.config.stash else {}
         return {
             "benchmark": self.benchmark.name,
             "dataset_path": str(self.dataset_path),
             "options": self.settings.as_dict(),
             "run_dir": str(self.context.run_dir),
-            "environment": {**self.benchmark.report_info(), **runner},
+            "environment": {**self.benchmark.report_info(), **runner, **hosts},
+            "harness_version": harness_version(),
         }
 
     @property
@@ -143,6 +183,7 @@ class CodebenchSession:
         return fail_under_shortfalls(bar, self.summary, errors, self.settings[ALLOW_ERRORS])
 
     def pytest_unconfigure(self) -> None:
+        self.reuse.close()
         if "runner" in self.__dict__:
             self.runner.close()
 
@@ -153,6 +194,10 @@ class CodebenchSession:
         terminalreporter.section(f"codebench: {self.benchmark.name}")
         for line in [*self.summary.lines, *outcome_lines(self.results)]:
             write(line)
+        if self.models:
+            write("per model:")
+            for line in text_table(table(self.benchmark.columns, ModelSummary(self.summary, {}), self.models)):
+                write("  " + line)
         bar = self.settings[FAIL_UNDER]
         if bar is not None:
             score = compared_score(bar, self.summary)
@@ -161,9 +206,13 @@ class CodebenchSession:
             write(f"fail-under {bar}%: {bar.name or 'score'} {shown}, {'NOT met' if shortfalls else 'met'}")
             if shortfalls:
                 write("fail-under NOT met because " + "; and ".join(shortfalls))
+        for line in reuse_lines(self.results, self.reuse):
+            write(line)
         write(f"logs: {self.context.run_dir / 'logs'}")
         if self.settings[REPORT]:
             write(f"report: {self.settings[REPORT]}")
+        if self.settings[MARKDOWN]:
+            write(f"markdown: {self.settings[MARKDOWN]}")
 
     # -- xdist ---------------------------------------------------------------------------------
 

@@ -15,6 +15,8 @@ PATH_MAX = 4096
 # Control characters (newlines, escapes) in a file name only serve to mislead logs and tools;
 # a tab is only odd (git diffs quote it, and a real patch may carry one).
 CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+# A new file, never through a link; in a fresh workspace (the usual case) one call does it.
+_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 # What the filesystem answers when it refuses a name: the name's fault, not the machine's.
 # (A full disk or an I/O error is the machine's and stays an exception.)
 REFUSED = {errno.ENAMETOOLONG, errno.EILSEQ, errno.EINVAL, errno.ENOTDIR, errno.EISDIR, errno.EEXIST, errno.ELOOP}
@@ -99,12 +101,19 @@ def write_file(root: Path, path: PurePosixPath, content: str) -> None:
             if folder.is_symlink():
                 raise UnsafePath(f"{_short(str(path))} goes through the link {part!r}")
         target.parent.mkdir(parents=True, exist_ok=True)
-        if target.is_symlink() or target.is_dir():
-            raise UnsafePath(f"{str(path)!r} is a folder or a link")
-        target.unlink(missing_ok=True)
-        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
-        with open(fd, "wb") as file:
-            file.write(data)
+        try:
+            fd = os.open(target, _CREATE, 0o644)
+        except FileExistsError:  # something is there: a file is replaced, a folder or link is not
+            if target.is_symlink() or target.is_dir():
+                raise UnsafePath(f"{str(path)!r} is a folder or a link") from None
+            target.unlink()
+            fd = os.open(target, _CREATE, 0o644)
+        try:
+            written = 0
+            while written < len(data):
+                written += os.write(fd, data[written:])
+        finally:
+            os.close(fd)
     except (FileExistsError, NotADirectoryError) as exc:
         raise UnsafePath(f"{_short(str(path))} clashes with another file: {exc.strerror}") from None
     except OSError as exc:

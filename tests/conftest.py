@@ -102,6 +102,9 @@ def engine() -> docker.DockerClient:
 def tensorbench_cache_dir(monkeypatch: pytest.MonkeyPatch) -> None:
     """TensorBench's environments and compiler caches, reused across the tests that ask."""
     monkeypatch.setenv("CODEBENCH_CACHE_DIR", str(SHARED_CACHE))
+    # Not its verdict store: each test grades its own items (a test passing --codebench-store
+    # on the command line still gets the store it asks for).
+    monkeypatch.setenv("CODEBENCH_STORE", "off")
 
 
 @pytest.fixture(scope="session")

@@ -312,7 +312,7 @@ def test_user_conftest_can_use_the_public_fixtures(pytester, codebench):
 
         @pytest.fixture(autouse=True)
         def check(request):
-            if "codebench_workspace" in request.fixturenames:
+            if "codebench_case" in request.fixturenames:  # a codebench item (its workspace: on demand)
                 ws = request.getfixturevalue("codebench_workspace")
                 task = request.getfixturevalue("codebench_task")
                 assert (ws.path / "test" / "test_main.c").exists() and ws.rejected is None

@@ -2,18 +2,29 @@
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
+import sys
 import time
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
+from pytest_codebench.options import Settings
 from pytest_codebench.runners import OutputCap, allowed_names, scrub_env
 from pytest_codebench.runners.local import LocalRunner
+from pytest_codebench.runners.sandbox import SANDBOX
 
 
-@pytest.fixture
-def runner(run_context) -> LocalRunner:
-    return LocalRunner(run_context)
+# Both ways commands run: in the sandbox where bwrap can run here (auto), and unconfined,
+# where the runner alone keeps the process tree in hand.
+@pytest.fixture(params=["auto", "none"], ids=["default", "unconfined"])
+def runner(request: pytest.FixtureRequest, run_context) -> Iterator[LocalRunner]:
+    settings = Settings({**run_context.settings.as_dict(), SANDBOX.name: request.param})
+    local = LocalRunner(dataclasses.replace(run_context, settings=settings))
+    yield local
+    local.close()
 
 
 def alive(marker: str) -> bool:
@@ -84,6 +95,18 @@ def test_environment_is_scrubbed_and_home_is_the_workspace(runner, tmp_path, mon
     assert f"TMPDIR={tmp_path / '.tmp'}" in env
 
 
+def test_a_change_of_the_environment_reaches_the_next_command(runner, tmp_path, monkeypatch):
+    # The runner keeps the scrubbed environment between commands while it stays the same.
+    monkeypatch.setenv("CUDA_BENCH_SETTING", "one")
+    assert runner.run("echo $CUDA_BENCH_SETTING", cwd=tmp_path, timeout=5).output == "one\n"
+    monkeypatch.setenv("CUDA_BENCH_SETTING", "two")
+    monkeypatch.setenv("CUDA_TOKEN", "leak")
+    output = runner.run("echo $CUDA_BENCH_SETTING; env", cwd=tmp_path, timeout=5).output
+    assert output.startswith("two\n") and "leak" not in output
+    monkeypatch.delenv("CUDA_BENCH_SETTING")
+    assert runner.run("echo x${CUDA_BENCH_SETTING}x", cwd=tmp_path, timeout=5).output == "xx\n"
+
+
 def test_the_gpu_given_is_the_only_one_visible(runner, tmp_path):
     assert runner.run("echo $CUDA_VISIBLE_DEVICES", cwd=tmp_path, timeout=5, gpu="3").output == "3\n"
 
@@ -114,3 +137,39 @@ def test_a_command_that_never_reads_its_input_does_not_hang_the_runner(runner, t
     assert result.ok and not result.timed_out and result.output == "ignored\n"
     closed = runner.run("exec 0<&-; sleep 0.2; echo closed", cwd=tmp_path, timeout=60, stdin=b"z" * 3_000_000)
     assert closed.ok and closed.output == "closed\n"
+
+
+# A harness that runs one unconfined command, then waits for it (until killed).
+HARNESS = """
+import sys
+from pathlib import Path
+from pytest_codebench.context import RunContext
+from pytest_codebench.options import Settings
+from pytest_codebench.runners.local import LocalRunner
+from pytest_codebench.runners.sandbox import SANDBOX
+
+run = Path(sys.argv[1])
+runner = LocalRunner(RunContext(None, Settings({SANDBOX.name: "none"}), run, run, 1))
+runner.run(sys.argv[2], cwd=run, timeout=600)
+"""
+
+
+def running(pattern: str) -> bool:
+    return subprocess.run(["pgrep", "-f", pattern], capture_output=True).returncode == 0
+
+
+def test_unconfined_commands_die_with_a_harness_killed_by_sigkill(tmp_path: Path) -> None:
+    # What the command leaves running: a child in its group, one that left for its own session,
+    # one that cleared its environment (and with it the runner's mark), and its own last step.
+    command = "sleep 300.401 & setsid sleep 300.402 & env -i sleep 300.403 & sleep 300.404"
+    patterns = [f"^sleep 300\\.40{n}$" for n in range(1, 5)]  # the sleeps, not the shell naming them
+    harness = subprocess.Popen([sys.executable, "-c", HARNESS, str(tmp_path), command])
+    try:
+        deadline = time.monotonic() + 30
+        while not all(running(pattern) for pattern in patterns):
+            assert time.monotonic() < deadline, "the command's processes never all started"
+            time.sleep(0.1)
+    finally:
+        harness.kill()  # SIGKILL: the harness runs no code of its own on the way out
+        harness.wait()
+    assert not [pattern for pattern in patterns if alive(pattern)]

@@ -49,10 +49,23 @@ def sccache_servers_under(folder: Path) -> list[int]:
     return found
 
 
+NOTE_PATCH = """diff --git a/NOTES.txt b/NOTES.txt
+new file mode 100644
+--- /dev/null
++++ b/NOTES.txt
+@@ -0,0 +1 @@
++subtraction, as the first answer does it
+"""
+
+
 def test_without_ccache_items_compile_through_sccache(pytester, codebench, scorchlet, monkeypatch):
     repo, shas = scorchlet
     monkeypatch.setenv("PATH", path_without(pytester.path / "bin", "ccache"))
-    args = write_dataset(pytester.path, repo, [task(shas, repo)], sample_rows(0, 2, 0))  # passes, fails a test, passes
+    rows = sample_rows(0, 2, 0)  # passes, fails a test, passes
+    # The third is the first's change plus a note: an answer of its own, graded (the first's
+    # verbatim would be a duplicate, given the first's verdict and figures without compiling).
+    rows[2] = {**rows[2], "model_patch": rows[2]["model_patch"] + NOTE_PATCH}
+    args = write_dataset(pytester.path, repo, [task(shas, repo)], rows)
     run = codebench(*args, benchmark="tensorbench")
     assert categories(run) == {
         "scorchlet__feature_sub[0]": "passed",

@@ -18,16 +18,17 @@ from pathlib import Path
 from typing import Any, cast
 
 from .. import cuda
-from ..benchmark import Benchmark, Sample, join_samples
+from ..benchmark import Benchmark, Sample
 from ..cases import Case, Dataset
 from ..cleanup import remove_tree
+from ..comparison import Row
 from ..context import RunContext, slug
 from ..errors import DatasetError
 from ..gpu_scheduler import GpuScheduler, parse_slots
 from ..grading import Grading, Step
 from ..metrics import describe_excluded, describe_pass_at_k, pass_at_ks
 from ..once import SlotPool
-from ..options import BUILD_JOBS, CACHE_DIR, KEEP_WORKSPACES, SOLUTIONS, K, Option, bool_option
+from ..options import BUILD_JOBS, CACHE_DIR, KEEP_WORKSPACES, K, Option, bool_option
 from ..records import sha256_file
 from ..reporting import ItemResult, Summary
 from ..runners import Gpu, GpuProbe, Runner, RunResult
@@ -44,7 +45,7 @@ from . import (
     computeeval_scores,
 )
 from .computeeval_headers import system_headers
-from .computeeval_load import read_problems, samples
+from .computeeval_load import read_problems, swept_cases
 from .computeeval_perf import ACCEPT_SUSPECT, MAX_SPEEDUP, PERF, PERF_OPTIONS, PROFILER
 from .computeeval_records import Problem, solution_files, timeout_of
 from .computeeval_reference import ReferenceCache, reference_key
@@ -106,13 +107,8 @@ class ComputeEval(Benchmark):
     def load(self) -> Dataset:
         path = self.dataset_path()
         problems, release, broken = read_problems(path)
-        cases = join_samples(
-            list(problems),
-            samples(self.settings[SOLUTIONS], problems),
-            lambda sample, number: self._case(problems, sample, number),
-            self.settings[SOLUTIONS] or "the baseline solutions",
-        )
-        return Dataset(str(path), sha256_file(path), release, broken + cases)
+        made = swept_cases(problems, self.solution_sets, lambda sample, number: self._case(problems, sample, number))
+        return Dataset(str(path), sha256_file(path), release, broken + made)
 
     def _case(self, problems: dict[str, Problem], sample: Sample, number: int) -> Case:
         problem = problems.get(sample.task_id)
@@ -310,18 +306,21 @@ class ComputeEval(Benchmark):
         """The toolkit and the GPUs that ``runner``'s commands get, probed once per run for
         every process of it."""
         if self._machine is None:
-            config = self.context.config
-
-            def probe() -> cuda.Machine:
-                workdir = self.context.run_dir / "probe"
-                workdir.mkdir(exist_ok=True)
-                return {
-                    "toolkit": cuda.probe_toolkit(runner, workdir),
-                    "gpu": config.hook.pytest_codebench_probe_gpus(config=config),
-                }
-
-            self._machine = cast(cuda.Machine, self.context.once(MACHINE_KEY, probe))
+            self._machine = cast(
+                cuda.Machine, self.context.once(MACHINE_KEY, lambda: cuda.probe_machine(self.context, runner))
+            )
         return self._machine
+
+    def answer(self, case: Case) -> Any:
+        """The solution's files in order (never its metadata): what the verdict store keys."""
+        return [[entry["path"], entry["content"]] for entry in (case.solution or {}).get("files", [])]
+
+    def key_facts(self, runner: Runner) -> dict[str, Any]:
+        return dict(self.machine(runner))  # the toolkit and the GPUs (names, compute capability)
+
+    @property
+    def timed(self) -> bool:
+        return bool(self.settings[PERF])
 
     def report_info(self) -> dict[str, Any]:
         info = {**(self.context.stored(MACHINE_KEY) or {}), **computeeval_releases.report_info(self.context)}
@@ -389,6 +388,10 @@ class ComputeEval(Benchmark):
             metrics["perf"], scores = perf, computeeval_scores.perf_scores(perf)
         pass1 = overall["pass@k"].get("1")
         return Summary(lines, metrics, None if pass1 is None else 100 * pass1, scores)
+
+    def columns(self, summary: Summary) -> Row:
+        """pass@k overall and per group; with ``--codebench-perf``, fast_p and the geomean at the first k."""
+        return {**super().columns(summary), **computeeval_scores.perf_columns(summary.metrics.get("perf"))}
 
     def finish(self, results: list[ItemResult]) -> None:
         """The references built for timing go with the run (each item removed its own)."""

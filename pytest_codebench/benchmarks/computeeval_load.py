@@ -3,14 +3,28 @@ the samples of the solutions, as :class:`~pytest_codebench.benchmark.Sample` rec
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
-from ..benchmark import Sample
+from ..benchmark import Sample, join_samples
 from ..cases import Case
 from ..errors import DatasetError
 from ..records import archive_members, is_archive, read_jsonl
+from ..sweeps import SolutionSet, sweep
 from .computeeval_records import Problem, check_problem, check_solution, hash_mismatch, read_metadata
+
+
+def swept_cases(
+    problems: dict[str, Problem], sets: Sequence[SolutionSet], case: Callable[[Sample, int], Case]
+) -> list[Case]:
+    """The cases of every solution set (one per model), set after set: each set's samples met
+    with the problems, made by ``case(sample, number)``."""
+
+    def cases_of(solutions: SolutionSet) -> list[Case]:
+        label = solutions.path or "the baseline solutions"
+        return join_samples(list(problems), samples(solutions.path, problems), case, label)
+
+    return sweep(sets, cases_of)
 
 
 def samples(given: str | None, problems: dict[str, Problem]) -> Iterator[Sample]:

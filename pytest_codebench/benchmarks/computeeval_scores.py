@@ -256,6 +256,15 @@ def perf_scores(metrics: PerfMetrics) -> dict[str, float]:
     return {f"fast_{p}": value for p, value in first["fast_p"].items()}
 
 
+def perf_columns(metrics: PerfMetrics | None) -> dict[str, str]:
+    """A model's geomean speedup at the first k, where models are compared (fast_p is among
+    its named scores); nothing when the run did not measure performance."""
+    if not metrics or not metrics["best_at_k"]:
+        return {}
+    k, score = next(iter(metrics["best_at_k"].items()))
+    return {f"perf geomean@{k}": "n/a" if score["geomean"] is None else f"{score['geomean']:.3f}x"}
+
+
 def describe_perf(metrics: PerfMetrics) -> list[str]:
     """Lines for the terminal summary; none when the run did not measure performance."""
     if not metrics["items"]:

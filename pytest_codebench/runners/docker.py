@@ -20,6 +20,7 @@ deadline or whose owner is gone are removed.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import os
 import platform
@@ -39,6 +40,7 @@ from ..context import RunContext
 from ..errors import HarnessError
 from ..options import BENCHMARK, ENV, Option, positive
 from . import PROVISION_SCRIPT, Gpu, GpuProbe, OutputCap, RunHow, Runner, RunResult, Toolchain, allowed_names
+from .docker_engine import connect, engine_id
 from .docker_images import DOCKER_BASE, IMAGE, ImageChoice, ImageChooser, choose, digest, engine_error
 from .docker_sweep import ENGINE_ERRORS, RUN_LABEL, container_labels, sweep_stale
 from .quota import QUOTA_OPTIONS, entries, parse_size, quota_limits, watch
@@ -105,8 +107,10 @@ class DockerRunner(Runner):
         }
         self.quota = quota_limits(settings)
         self.client = connect()
-        _sweep_once(self.client, context)
-        self.choice = _choice(self.client, context)
+        # This process's engine (its DOCKER_HOST): what the run decides once is decided per engine.
+        self.engine = engine_id(self.client)
+        _sweep_once(self.client, context, self.engine)
+        self.choice = _choice(self.client, context, self.engine)
         self.image = self.choice.image
         # Host folders (a CUDA toolkit) every container sees read-only at their own path.
         self.mounts = {path: {"bind": path, "mode": "ro"} for path in self.choice.mounts}
@@ -118,8 +122,9 @@ class DockerRunner(Runner):
         try:
             client = connect()
             try:
-                _sweep_once(client, context)
-                choice = _choice(client, context)
+                engine = engine_id(client)
+                _sweep_once(client, context, engine)
+                choice = _choice(client, context, engine)
             finally:
                 client.close()
         except HarnessError as exc:
@@ -130,7 +135,14 @@ class DockerRunner(Runner):
         return self.choice.missing.get(command)
 
     def fingerprint(self) -> str:
-        return f"{self.name}@{platform.node()}:{self.image}:{','.join(self.choice.mounts)}"
+        """The host, the engine (another DOCKER_HOST is another machine), the image by name and
+        id (a tag given with --codebench-image may be rebuilt) and the host folders mounted."""
+        mounts = ",".join(self.choice.mounts)
+        return f"{self.name}@{platform.node()}/{self.engine}:{self.image}@{self._image_id}:{mounts}"
+
+    @functools.cached_property
+    def _image_id(self) -> str | None:
+        return ImageChooser(self.client, self.context, {}).image_id(self.image)
 
     def run(self, command: str, *, cwd: Path, timeout: float, **how: Unpack[RunHow]) -> RunResult:
         cap = OutputCap(self.output_limit)
@@ -248,7 +260,8 @@ class DockerRunner(Runner):
         if image in self._deadline_ok:
             return
         chooser = ImageChooser(self.client, self.context, {RUN_LABEL: self.run_id})
-        if not self.context.once(f"docker-timeout-{digest(image)}", lambda: chooser.has(image, DEADLINE[0])):
+        key = f"docker-timeout-{self.engine}-{digest(image)}"
+        if not self.context.once(key, lambda: chooser.has(image, DEADLINE[0])):
             raise HarnessError(
                 f"the image {image} has no `timeout` command (coreutils or busybox): the docker runner runs every"
                 " command under one, so that no container outlives its budget; give an image that has it"
@@ -347,9 +360,10 @@ def _kill(container: Any) -> None:
         pass  # already gone, or the engine is: the waiter says which
 
 
-def _sweep_once(client: docker.DockerClient, context: RunContext) -> None:
-    """Remove what earlier runs on this engine left behind, once per run, before anything runs."""
-    context.once("docker-stale-sweep", lambda: sweep_stale(client, context.run_dir.name))
+def _sweep_once(client: docker.DockerClient, context: RunContext, engine: str) -> None:
+    """Remove what earlier runs on this engine left behind, once per run and engine, before
+    anything runs."""
+    context.once(f"docker-stale-sweep-{engine}", lambda: sweep_stale(client, context.run_dir.name))
 
 
 class _Waiter(threading.Thread):
@@ -368,19 +382,10 @@ class _Waiter(threading.Thread):
             self.error = exc
 
 
-def _choice(client: docker.DockerClient, context: RunContext) -> ImageChoice:
-    """The run's image, chosen by the first process that asks (docker_images.choose)."""
+def _choice(client: docker.DockerClient, context: RunContext, engine: str) -> ImageChoice:
+    """The run's image on this engine, chosen by the first process that asks (docker_images.choose):
+    an image built on one engine is not on another."""
     benchmark = context.settings[BENCHMARK] or "custom"
     labels = {RUN_LABEL: context.run_dir.name}
-    stored = context.once(f"docker-image-{benchmark}", lambda: choose(client, context, benchmark, labels).to_json())
-    return ImageChoice.from_json(stored)
-
-
-def connect() -> docker.DockerClient:
-    """A client of the engine DOCKER_HOST names (or the local socket), checked to answer."""
-    try:
-        client = docker.from_env(version="auto", timeout=120)
-        client.ping()
-    except ENGINE_ERRORS as exc:
-        raise HarnessError(f"no Docker engine answers: {exc}") from None
-    return client
+    key = f"docker-image-{benchmark}-{engine}"
+    return ImageChoice.from_json(context.once(key, lambda: choose(client, context, benchmark, labels).to_json()))

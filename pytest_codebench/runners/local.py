@@ -4,18 +4,16 @@ nothing of them behind either way."""
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import dataclasses
 import functools
 import os
 import platform
+import secrets
 import shutil
 import signal
 import subprocess
 import sys
 import time
-import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +28,7 @@ from . import PROVISION_SCRIPT, GpuProbe, OutputCap, RunHow, Runner, RunResult, 
 from . import sandbox as bwrap
 from .pipes import kill_group, pump
 from .quota import QUOTA_OPTIONS, quota_limits, watch
+from .reaper import Reaper
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -38,9 +37,6 @@ if TYPE_CHECKING:
 # which finds the ones that left the process group with setsid() once the command is over.
 MARK_VAR = "CODEBENCH_PROCESS_MARK"
 PROVISION_TIMEOUT = 3600
-PR_SET_PDEATHSIG = 1
-# Where bash and setpriv are, the clock of sandbox.CLOCK times unconfined commands too.
-_BASH = shutil.which("bash") if shutil.which("setpriv") else None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,33 +73,55 @@ def _probe(settings: Settings, run_dir: Path | None) -> SandboxState:
     return SandboxState(None, why) if why else SandboxState(plan, "", bwrap.version(path))
 
 
-@functools.cache
-def _prctl() -> Any:
-    return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True).prctl
+def _last_pid() -> int | None:
+    """The pid this PID namespace handed out last, where the kernel says."""
+    try:
+        fd = os.open("/proc/sys/kernel/ns_last_pid", os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        return int(os.read(fd, 32))
+    except (OSError, ValueError):
+        return None
+    finally:
+        os.close(fd)
 
 
-def _die_with_parent() -> None:
-    """In the unconfined child, before exec: SIGKILL when the harness dies (a CI timeout)."""
-    _prctl()(PR_SET_PDEATHSIG, signal.SIGKILL)
+def _kill_by_token(token: bytes, first: int) -> None:
+    """SIGKILL every process born since ``first`` (the command's own pid) whose environment
+    carries ``token``.
 
-
-def _pids() -> set[str]:
-    return {name for name in os.listdir("/proc") if name.isdigit()}
-
-
-def _kill_by_token(token: bytes, before: set[str]) -> None:
-    """SIGKILL every process born since ``before`` whose environment carries ``token``.
-
-    Only newcomers are read: a command's leftovers were born after it started, and reading
-    every process's environment would cost more than the command itself."""
-    for pid in _pids() - before:
+    Only pids handed out since ``first`` are read, without listing /proc before the command
+    (which would cost a tenth of a trivial command): pids are handed out in turn, so a
+    command's leftovers lie between ``first`` and the last pid given. Where the kernel has
+    wrapped around meanwhile (or does not say), every process is read. Where no pid was
+    handed out since ``first`` (a command that started nothing), there is nothing to find."""
+    last = _last_pid()
+    if last == first:
+        return
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        pid = int(name)
+        if last is not None and first <= last and not first <= pid <= last:
+            continue
         try:
-            with open(f"/proc/{pid}/environ", "rb") as environ:
-                if token not in environ.read():
-                    continue
-            os.kill(int(pid), signal.SIGKILL)
+            if token in _environ(name):
+                os.kill(pid, signal.SIGKILL)
         except OSError:
             pass  # gone meanwhile, or not ours to read
+
+
+def _environ(pid: str) -> bytes:
+    """The environment process ``pid`` started with (raw reads: this runs after every command)."""
+    fd = os.open(f"/proc/{pid}/environ", os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        chunks = []
+        while chunk := os.read(fd, 1 << 16):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 class LocalRunner(Runner):
@@ -125,8 +143,9 @@ class LocalRunner(Runner):
         # Shared folders already given to the sandbox's uid, read-only ones too: what an unconfined run
         # cached there as the caller (sccache keeps files 0600) must stay readable to the sandbox.
         self._handed: set[Path] = set()
-        if self.state.plan is None:
-            _prctl()  # loaded before any fork: the child only calls it
+        # Unconfined commands carry MARK_VAR=<this runner's mark>.<the command's own>.
+        self._mark = secrets.token_hex(8)
+        self._reaper = Reaper(f"{MARK_VAR}={self._mark}.")
 
     @classmethod
     def describe(cls, context: RunContext) -> dict[str, Any]:
@@ -200,29 +219,19 @@ class LocalRunner(Runner):
     def _unconfined(
         self, command: str, cwd: Path, timeout: float, environment: dict[str, str], how: RunHow
     ) -> RunResult:
-        """Today's behaviour: a session of its own, dying with the harness, and the processes
-        that left it found by the token in their environment."""
-        token = uuid.uuid4().hex
-        environment[MARK_VAR] = token
-        before = _pids()
-        if _BASH is None:
-            run = self._execute(_Launch(["/bin/sh", "-c", command], cwd, environment, how.get("stdin")), timeout)
-            _kill_by_token(token.encode(), before)
-            return self._result(command, run, -1, clocked=False)
-        read, write = os.pipe()
-        try:
-            argv = [_BASH, "--noprofile", "--norc", "-c", bwrap.CLOCK_UNCONFINED, "clock", command, str(write)]
-            run = self._execute(_Launch(argv, cwd, environment, how.get("stdin"), (write,)), timeout)
-            _kill_by_token(token.encode(), before)
-            os.close(write)
-            write = -1
-            return self._result(command, run, read, clocked=True)
-        finally:
-            os.close(read)
-            if write >= 0:
-                os.close(write)
+        """``sh -c`` in a session of its own, started as cheaply as the OS allows (vfork, no
+        hook before exec: see runners/reaper.py, which kills what is left should this process
+        die), and the processes that left the session found by the mark in their environment.
+        Timed from here: ``sh`` starts in about as long as a clock wrapped around it would take
+        to start it, so timings compare with the sandbox's clock (bench/sandbox_overhead.py)."""
+        token = f"{MARK_VAR}={self._mark}.{secrets.token_hex(8)}"
+        environment[MARK_VAR] = token.partition("=")[2]
+        launch = _Launch(["/bin/sh", "-c", command], cwd, environment, how.get("stdin"))
+        run = self._execute(launch, timeout, self._reaper)
+        _kill_by_token(token.encode() + b"\0", run.pid)
+        return self._result(command, run, -1, clocked=False)
 
-    def _execute(self, launch: _Launch, timeout: float) -> _Run:
+    def _execute(self, launch: _Launch, timeout: float, reaper: Reaper | None = None) -> _Run:
         stdin = launch.stdin
         cap = OutputCap(self.output_limit)
         started = time.monotonic()
@@ -235,21 +244,27 @@ class LocalRunner(Runner):
             stderr=subprocess.STDOUT,
             start_new_session=True,
             pass_fds=launch.fds,
-            preexec_fn=None if self.state.plan else _die_with_parent,
         )
+        if reaper is not None:
+            reaper.started(proc.pid)
         with watch(launch.cwd, self.quota, lambda: kill_group(proc.pid)) as watcher:
             timed_out = pump(proc, cap, started + timeout, stdin)
             # Whatever the command left running dies with it (the sandbox's namespace, or the
             # process group of an unconfined one).
             kill_group(proc.pid)
             exit_code = proc.wait()
+        if reaper is not None:
+            reaper.ended(proc.pid)
         seconds = time.monotonic() - started
         assert proc.stdout is not None
         proc.stdout.close()
-        return _Run(exit_code, timed_out and watcher.exceeded is None, seconds, cap, watcher.exceeded)
+        return _Run(exit_code, timed_out and watcher.exceeded is None, seconds, cap, watcher.exceeded, proc.pid)
 
     def probe_gpus(self) -> GpuProbe:
         return cuda.probe_gpus()
+
+    def close(self) -> None:
+        self._reaper.close()
 
     def fingerprint(self) -> str:
         """The host, its architecture and CPU, the Python commands find, and whether they run in
@@ -307,6 +322,7 @@ class _Run:
     seconds: float
     cap: OutputCap
     killed: str | None
+    pid: int
 
 
 @functools.cache

@@ -9,10 +9,11 @@ Both runners watch the workspace instead, the same way::
         ...  # start the command and wait for it
     RunResult(..., killed=watcher.exceeded)
 
-``kill()`` (no arguments) stops the command; the watcher calls it at most once, from its own
-thread, the first time a measurement passes a cap, after setting ``watcher.exceeded`` to why
-(a sentence naming the option). Leaving the ``with`` measures once more (a burst written just
-before the command ended counts too, without a kill), so ``exceeded`` is final after it.
+``kill()`` (no arguments) stops the command; the watcher calls it at most once, from the
+process's measuring thread, the first time a measurement passes a cap, after setting
+``watcher.exceeded`` to why (a sentence naming the option). Leaving the ``with`` measures
+once more (a burst written just before the command ended counts too, without a kill), so
+``exceeded`` is final after it.
 A runner lists :data:`QUOTA_OPTIONS` among its ``options`` (registered once however many do).
 
 A measurement walks the tree through folder descriptors (``os.scandir`` on an fd, every child
@@ -207,14 +208,16 @@ def measure(root: Path, limits: Limits) -> tuple[Usage, str | None]:
 
 
 class Watcher:
-    """Measures a workspace in a thread of its own until stopped; see the module's docstring."""
+    """Measures a workspace, on the process's measuring thread, until stopped; see the module's
+    docstring."""
 
     def __init__(self, root: Path, limits: Limits, kill: Callable[[], None]) -> None:
         self.root = root
         self.limits = limits
         self._kill = kill
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="codebench-quota", daemon=True)
+        # Held while measuring and killing: once ``__exit__`` has it, no kill can come.
+        self._lock = threading.Lock()
+        self._stopped = False
         self._interval = MIN_INTERVAL
         #: Why the command was (or would have been) killed, or None.
         self.exceeded: str | None = None
@@ -230,23 +233,73 @@ class Watcher:
             self.exceeded = why
         return why is not None
 
-    def _loop(self) -> None:
-        while not self._stop.wait(self._interval):
+    def _tick(self) -> None:
+        """On the measuring thread, when due: measure, then kill, or come again later."""
+        with self._lock:
+            if self._stopped:
+                return
             if self._check():
                 self._kill()
                 return
+            _CLOCK.add(self, time.monotonic() + self._interval)
 
     def __enter__(self) -> Watcher:
-        self._thread.start()
+        _CLOCK.add(self, time.monotonic() + self._interval)
         return self
 
     def __exit__(
         self, kind: type[BaseException] | None, value: BaseException | None, traceback: TracebackType | None
     ) -> None:
-        self._stop.set()
-        self._thread.join()
+        with self._lock:
+            self._stopped = True
+            _CLOCK.remove(self)
         if self.exceeded is None:
             self._check()
+
+
+class _Clock:
+    """The one thread of this process that measures every watched workspace when it is due: a
+    thread started for each command would cost more than a trivial command takes to start
+    (bench/overhead.py), and most commands end before their first measurement."""
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition()
+        self._due: dict[Watcher, float] = {}
+        self._thread: threading.Thread | None = None
+        #: When the thread looks next. Idle, it looks every MIN_INTERVAL, never later than a
+        #: new watcher is due: adding one then wakes nobody (a wake-up a command, on a busy
+        #: machine, delayed the command itself).
+        self._wake = 0.0
+
+    def add(self, watcher: Watcher, due: float) -> None:
+        with self._changed:
+            self._due[watcher] = due
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._loop, name="codebench-quota", daemon=True)
+                self._thread.start()
+            elif due < self._wake:
+                self._changed.notify()
+
+    def remove(self, watcher: Watcher) -> None:
+        with self._changed:
+            self._due.pop(watcher, None)
+
+    def _loop(self) -> None:
+        while True:
+            with self._changed:
+                now = time.monotonic()
+                ready = [watcher for watcher, due in self._due.items() if due <= now]
+                if not ready:
+                    self._wake = min(self._due.values(), default=now + MIN_INTERVAL)
+                    self._changed.wait(self._wake - now)
+                    continue
+                for watcher in ready:
+                    del self._due[watcher]
+            for watcher in ready:
+                watcher._tick()
+
+
+_CLOCK = _Clock()
 
 
 def watch(root: Path, limits: Limits, kill: Callable[[], None]) -> Watcher:

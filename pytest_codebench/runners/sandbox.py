@@ -98,11 +98,6 @@ CLOCK = (
     'c=$2; exec {err}>&2 2>/dev/null; s=$EPOCHREALTIME; sh -c "$1" 2>&$err {err}>&- {c}>&-; r=$?; '
     'e=$EPOCHREALTIME; kill -9 -1; echo "$s $e $r" >&$c; exit $r'
 )
-# The same clock for an unconfined command, so that timings read alike with and without the
-# sandbox. There is no namespace to empty (``kill -1`` would reach the caller's processes): the
-# runner kills the command's leftovers itself, and a forged extra line only costs the command.
-# ``sh`` dies with the clock, as the clock dies with the harness (PR_SET_PDEATHSIG both).
-CLOCK_UNCONFINED = CLOCK.replace("kill -9 -1; ", "").replace('sh -c "$1"', 'setpriv --pdeathsig KILL sh -c "$1"')
 CLOCK_LINE = re.compile(rb"(\d+)\.(\d{6}) (\d+)\.(\d{6}) (\d+)\n")
 
 
@@ -197,7 +192,8 @@ def base_mounts(settings: Settings, run_dir: Path | None) -> Mounts:
             mounts.bind(entry, entry)
     # $HOME may be a test's; the account's own home stays out too.
     homes = {os.path.realpath(os.path.expanduser("~")), os.path.realpath(pwd.getpwuid(os.getuid()).pw_dir)}
-    given = [settings[CACHE_DIR], settings[DATASET], settings[SOLUTIONS], str(run_dir) if run_dir else None]
+    solutions = [spec.path for spec in settings[SOLUTIONS]]  # every model's: none sees another's answers
+    given = [settings[CACHE_DIR], settings[DATASET], *solutions, str(run_dir) if run_dir else None]
     hidden = [os.path.realpath(path) for path in (*given, str(Path(__file__).parents[1])) if path]
     for folder in sorted({os.path.realpath(path) for path in _tool_folders() if os.path.isdir(path)}):
         # The caller's home stays out (a program's folder in it, a pyenv or a venv, is bound on

@@ -16,19 +16,24 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import hashlib
+import shlex
 import statistics
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 from ...benchmark import Benchmark
 from ...cases import Case, Dataset
+from ...comparison import Row
 from ...context import RunContext
 from ...errors import DatasetError
 from ...grading import Grading
-from ...options import ADAPTIVE_TRIALS, DATASET, OUTPUT_LIMIT, K
+from ...options import ADAPTIVE_TRIALS, DATASET, OUTPUT_LIMIT, SOLUTIONS, K
 from ...records import sha256_file
 from ...reporting import ItemResult, Summary
+from ...runners import Runner
 from ...speedup import Figures, Stopping
+from ...sweeps import SolutionSet, sweep
 from ...verdict import Outcome, Verdict
 from .config import (
     CONFIG,
@@ -45,7 +50,7 @@ from .config import (
 )
 from .load import Loader, PieRow
 from .measure import UNMEASURED, count_instructions, instruction_counter, time_programs
-from .report import OPTIMIZED, summarize, write_report
+from .report import OPTIMIZED, best_at_k_columns, summarize, write_report
 from .rules import Failure, ProgramRun, speed_verdict
 from .sandbox import CandidateFailed, Launch, Program, Sandbox, pinned_core
 
@@ -58,6 +63,8 @@ class Pie(Benchmark):
     name = "pie"
     default_dataset = "pie/eval_config.yaml"
     options = OPTIONS
+    # A directory of generations files, one per model: NAME.jsonl.
+    solution_suffixes = (".jsonl",)
 
     def __init__(self, context: RunContext) -> None:
         super().__init__(context)
@@ -75,20 +82,29 @@ class Pie(Benchmark):
         return read_config(self.config_path, self.settings[PIE])
 
     def dataset_path(self) -> Path:
-        """The generations file: its rows are the items."""
+        """The generations file: its rows are the items. With ``--codebench-solutions`` (one
+        generations file per model) the items are theirs, and the dataset is the config."""
         given = self.settings[DATASET]
         if given:
             return Path(given).resolve()
+        if self.settings[SOLUTIONS]:
+            return self.config_path
         path = located(self.config_path, self.config.model_generated_outputs_path)
         assert path is not None  # a required key
         return path
 
     def load(self) -> Dataset:
         path = self.dataset_path()
-        if not path.exists():
-            raise DatasetError(path, "model_generated_outputs_path: no such file")
         loader = Loader(self.config, self.config_path, counted=self.settings[PIE_METRIC] == "instructions")
-        return Dataset(str(path), sha256_file(path), None, loader.cases(path))
+
+        def cases_of(solutions: SolutionSet) -> list[Case]:
+            generations = Path(solutions.path) if solutions.path else path
+            if not generations.exists():
+                where = SOLUTIONS.cli if solutions.path else "model_generated_outputs_path"
+                raise DatasetError(generations, f"{where}: no such file")
+            return loader.cases(generations)
+
+        return Dataset(str(path), sha256_file(path), None, sweep(self.solution_sets, cases_of))
 
     # -- workspace --------------------------------------------------------------------------------
 
@@ -221,10 +237,34 @@ class Pie(Benchmark):
             ignore=ignore,
         )
 
+    # -- what decides a verdict (the verdict store's key) ----------------------------------------
+
+    def answer(self, case: Case) -> Any:
+        return (case.solution or {}).get("code")
+
+    def task_key(self, case: Case) -> Any:
+        """The row, and the bytes of the test cases it is checked on (files beside the dataset)."""
+        row = PieRow.from_json(case.record)
+        return {"record": case.record, "tests": tests_digest(row.tests, tuple(row.test_indices))}
+
+    def key_facts(self, runner: Runner) -> dict[str, Any]:
+        """The eval config's keys that grade (not where outputs go) and the compiler's version."""
+        config = {key: value for key, value in dataclasses.asdict(self.config).items() if key not in OUTPUT_KEYS}
+        probe = self.context.run_dir / "probe"
+        version = self.context.once("pie-cxx", lambda: compiler_version(runner, self.settings[CXX], probe))
+        return {"config": config, "cxx": version}
+
+    @property
+    def timed(self) -> bool:
+        return True  # speedups, and instruction counts of this CPU
+
     # -- metrics ----------------------------------------------------------------------------------
 
     def summarize(self, results: list[ItemResult]) -> Summary:
         return summarize(results, self.settings[MIN_SPEEDUP], self.settings[K])
+
+    def columns(self, summary: Summary) -> Row:
+        return best_at_k_columns(summary.metrics, self.settings[MIN_SPEEDUP], self.settings[K])
 
     def finish(self, results: list[ItemResult]) -> None:
         """PIE's report (output_report_file_path): one JSONL row per generation row, with all
@@ -235,4 +275,32 @@ class Pie(Benchmark):
         # An output goes where pytest runs, never beside a (bundled, installed) config.
         path = self.context.config.invocation_params.dir / self.config.output_report_file_path
         column = self.config.model_generated_potentially_faster_code_col
-        write_report(path, Dataset.from_json(stored).cases, results, column)
+        cases = Dataset.from_json(stored).cases
+        models = sorted({case.model or "" for case in cases})
+        for model in models:  # one report per model (a generations file each): report.NAME.jsonl
+            target = path.with_name(f"{path.stem}.{model}{path.suffix}") if len(models) > 1 else path
+            mine = [result for result in results if (result["model"] or "") == model]
+            write_report(target, [case for case in cases if (case.model or "") == model], mine, column)
+
+
+# The eval config's keys that say where outputs go: no verdict depends on them.
+OUTPUT_KEYS = frozenset({"model_generated_outputs_path", "output_report_file_path", "temp_dir", "cpp_results_path"})
+
+
+@functools.lru_cache(maxsize=4096)
+def tests_digest(folder: str, indices: tuple[int, ...]) -> str:
+    """A digest of a problem's test cases (``input.N.txt`` and ``output.N.txt`` for each N)."""
+    digest = hashlib.sha256()
+    for index in indices:
+        for name in (f"input.{index}.txt", f"output.{index}.txt"):
+            path = Path(folder) / name
+            digest.update(name.encode() + b"\0" + (path.read_bytes() if path.exists() else b"(missing)") + b"\0")
+    return digest.hexdigest()
+
+
+def compiler_version(runner: Runner, cxx: str, workdir: Path) -> str:
+    """The first line of ``CXX --version`` where commands run, or what it said instead."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    result = runner.run(f"{shlex.quote(cxx)} --version", cwd=workdir, timeout=60)
+    lines = result.output.strip().splitlines()
+    return lines[0] if result.ok and lines else f"no compiler ({result.exit_code})"

@@ -112,6 +112,23 @@ def summarize(results: list[ItemResult], bar: float, ks: list[int]) -> Summary:
     )
 
 
+def best_at_k_columns(metrics: Mapping[str, Any], bar: float, ks: list[int]) -> dict[str, str]:
+    """A model's cells where models are compared: at each k, %Correct, %Optimized (PIE's bar
+    and the user's, where it differs) and the mean speedup; ``n/a`` where no row was graded."""
+    row = {}
+    for k in ks:
+        best = metrics.get(f"best@{k}") or {"rows": 0}
+        cells = {
+            f"%Correct@{k}": "correct",
+            f"%Optimized({OPTIMIZED:g})@{k}": "optimized",
+            **({f"%Optimized({bar:g})@{k}": "optimized_at_bar"} if bar != OPTIMIZED else {}),
+        }
+        for column, key in cells.items():
+            row[column] = f"{best[key]:.2f}%" if best["rows"] else "n/a"
+        row[f"mean speedup@{k}"] = f"{best['mean_speedup']:.3f}x" if best["rows"] else "n/a"
+    return row
+
+
 def _measurement_lines(figures: list[dict[str, Any]]) -> list[str]:
     """What was measured, and the interpreter's start-up counted in every time."""
     lines = []

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -25,7 +26,7 @@ from ...benchmark import Benchmark
 from ...cases import Case, Dataset
 from ...grading import Grading
 from ...metrics import describe_excluded, describe_pass_at_k, pass_at_ks
-from ...options import SOLUTIONS, K
+from ...options import K
 from ...patches import apply, confined, parse
 from ...reporting import ItemResult, Summary
 from ...vacuous import vacuous_tests
@@ -44,9 +45,14 @@ class TensorBench(Benchmark):
     name = "tensorbench"
     default_dataset = "tensorbench/tensorbench.json"
     options = OPTIONS
+    # SWE-bench's predictions, one file per model: NAME.jsonl (or a JSON list, NAME.json).
+    solution_suffixes = (".jsonl", ".json")
 
     def load(self) -> Dataset:
-        return read_dataset(self.dataset_path(), self.settings[SOLUTIONS])
+        return read_dataset(self.dataset_path(), self.solution_sets)
+
+    def answer(self, case: Case) -> Any:
+        return (case.solution or {}).get("model_patch") or ""  # not the prediction's model name
 
     def marks(self, case: Case) -> list[pytest.MarkDecorator]:
         # Under --dist loadgroup, a base commit's items share a worker and its warm caches.

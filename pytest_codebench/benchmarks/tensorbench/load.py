@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +17,7 @@ from ...benchmark import Sample, join_samples
 from ...cases import Case, Dataset
 from ...errors import DatasetError
 from ...records import Line, read_records, require, seconds, sha256_file
+from ...sweeps import SolutionSet, sweep
 
 DEFAULT_TEST_TIMEOUT = 3000
 
@@ -30,14 +31,17 @@ class Task:
     error: str | None = None
 
 
-def load(path: Path, solutions: str | None) -> Dataset:
-    """The cases of the tasks in ``path`` and the predictions in ``solutions`` (default: the
-    dataset's ``predictions.jsonl``), in the tasks' order."""
+def load(path: Path, sets: Sequence[SolutionSet]) -> Dataset:
+    """The cases of the tasks in ``path`` and of each set of predictions in ``sets`` (a set
+    of path None: the dataset's ``predictions.jsonl``), set after set, each in the tasks' order."""
     tasks = read_tasks(path)
-    predictions = Path(solutions or path.with_name("predictions.jsonl"))
-    samples = read_predictions(predictions, path.name, tasks)
-    cases = join_samples(list(tasks), samples, lambda sample, number: _case(tasks, sample, number), str(predictions))
-    return Dataset(str(path), sha256_file(path), None, cases)
+
+    def cases_of(solutions: SolutionSet) -> list[Case]:
+        predictions = Path(solutions.path or path.with_name("predictions.jsonl"))
+        samples = read_predictions(predictions, path.name, tasks)
+        return join_samples(list(tasks), samples, lambda sample, number: _case(tasks, sample, number), str(predictions))
+
+    return Dataset(str(path), sha256_file(path), None, sweep(sets, cases_of))
 
 
 def read_tasks(path: Path) -> dict[str, Task]:
