@@ -19,7 +19,6 @@ from .context import SETTINGS_KEY, RunContext, slug
 from .errors import DatasetError, HarnessError
 from .gpu_scheduler import GpuScheduler
 from .grading import EXPOSURE_KEY, VERDICT_KEY, Exposure, Grading
-from .janitor import JANITOR, remove_later
 from .options import BENCHMARK, CACHE_DIR, KEEP_WORKSPACES, REPO
 from .reuse import ORIGIN_KEY
 from .runners import GpuProbe, Runner, RunResult
@@ -110,17 +109,14 @@ def codebench_workspace(request: pytest.FixtureRequest, codebench_case: Case) ->
     unless ``--codebench-keep-workspaces``."""
     session = _session(request)
     path = session.context.run_dir / "work" / slug(codebench_case.id)
-    # The same item graded again (--lf, reruns) waits for its last workspace to go, then starts
-    # clean; any depth, links unfollowed.
-    JANITOR.wait(path)
-    remove_tree(path)
+    remove_tree(path)  # a re-run of the same item (--lf, reruns) starts clean; any depth, links unfollowed
     path.mkdir(parents=True)
     rejected = None
     if codebench_case.missing is None:  # nothing to write for a task the model never answered
         rejected = _harness(lambda: session.benchmark.prepare(codebench_case, path), _exposure(request))
     yield Workspace(path, rejected)
     if not session.settings[KEEP_WORKSPACES]:
-        remove_later(path, request.config)  # in the background: the next item need not wait
+        remove_tree(path)
 
 
 @pytest.fixture

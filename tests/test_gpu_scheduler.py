@@ -303,6 +303,7 @@ def test_under_xdist_at_most_n_tests_share_the_gpu(pytester: pytest.Pytester) ->
     args = ["--codebench=computeeval", f"--codebench-dataset={pack}", "--codebench-gpu-slots=2"]
     # The commands log to one file outside their workspaces, which the local sandbox forbids.
     args += ["--codebench-sandbox=none", f"--junitxml={pytester.path / 'junit.xml'}"]
+    args += ["--codebench-store=off"]  # the second run grades too: it must not be served from the first
     outcomes = {}
     for xdist, enough in ((["-n", "4"], 3), ([], 1)):
         need.write_text(str(enough))

@@ -147,11 +147,12 @@ def test_workers_racing_for_one_mirror_fetch_it_once(pytester, scorchlet):
     real_git = subprocess.run(["which", "git"], capture_output=True, text=True, check=True).stdout.strip()
     shim.write_text(f'#!/bin/sh\necho "$*" >> {log}\nsleep 0.2\nexec {real_git} "$@"\n')
     shim.chmod(0o755)
+    # Four different answers (empty, and a bare newline): identical ones would be graded once.
     rows = [
         prediction("feature_sub", ""),
         prediction("feature_twice", ""),
-        prediction("feature_sub", ""),
-        prediction("feature_twice", ""),
+        prediction("feature_sub", "\n"),
+        prediction("feature_twice", "\n"),
     ]
     args = write_dataset(
         pytester.path, repo, [task(shas, repo), task(shas, repo, name="feature_twice", base="A")], rows

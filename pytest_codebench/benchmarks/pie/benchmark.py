@@ -269,13 +269,15 @@ class Pie(Benchmark):
     def finish(self, results: list[ItemResult]) -> None:
         """PIE's report (output_report_file_path): one JSONL row per generation row, with all
         its columns plus {tag}_time_mean, {tag}_time_std, {tag}_acc, in ms throughout."""
-        stored = self.context.stored("dataset")
-        if not self.config.output_report_file_path or stored is None:
+        if not self.config.output_report_file_path or not results:
             return
+        # xdist's workers leave the dataset they read in the run folder; a run without them
+        # collected in this process and kept no copy, so it reads the dataset again.
+        stored = self.context.stored("dataset")
         # An output goes where pytest runs, never beside a (bundled, installed) config.
         path = self.context.config.invocation_params.dir / self.config.output_report_file_path
         column = self.config.model_generated_potentially_faster_code_col
-        cases = Dataset.from_json(stored).cases
+        cases = Dataset.from_json(stored).cases if stored is not None else self.load().cases
         models = sorted({case.model or "" for case in cases})
         for model in models:  # one report per model (a generations file each): report.NAME.jsonl
             target = path.with_name(f"{path.stem}.{model}{path.suffix}") if len(models) > 1 else path
