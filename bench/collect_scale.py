@@ -32,6 +32,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from overhead import problems  # the same trivial tasks (run as python bench/...: bench/ is on sys.path)
+
 PLAIN = """\
 import pytest
 
@@ -40,25 +42,6 @@ def test_plain(n):
     pass
 """
 COMMON = ["-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:benchmark"]
-
-
-def problems(path: Path, tasks: int, *, baseline: bool = False) -> Path:
-    with path.open("w") as out:
-        for index in range(tasks):
-            record = {
-                "task_id": f"B/{index}",
-                "type": "cuda_python",  # its test runs as it is (no main guard): trivially passes
-                "group": "bench",
-                "context_files": [{"path": "include/x.h", "content": "int x;\n"}],
-                "test_files": [{"path": "test/test_main.py", "content": "pass\n"}],
-                "build_command": "true",
-                "test_command": "true",
-                "timeout_seconds": 30,
-            }
-            if baseline:
-                record["baseline_solution"] = {"task_id": f"B/{index}", "files": [{"path": "a.py", "content": "\n"}]}
-            out.write(json.dumps(record) + "\n")
-    return path
 
 
 def solutions(path: Path, tasks: int, samples: int) -> Path:
@@ -95,7 +78,10 @@ def collection(args: argparse.Namespace, base: Path) -> None:
     count = args.tasks * args.samples
     answers = solutions(base / "solutions.jsonl", args.tasks, args.samples)
     one = solutions(base / "one-solution.jsonl", 1, 1)
-    dataset, single = problems(base / "problems.jsonl", args.tasks), problems(base / "one-problem.jsonl", 1)
+    dataset, single = (
+        problems(base / "problems.jsonl", args.tasks, baseline=False),
+        problems(base / "one-problem.jsonl", 1, baseline=False),
+    )
 
     def plugin(python: str, data: Path, given: Path) -> list[str]:
         return [python, *COMMON, "--collect-only", "--codebench=computeeval", f"--codebench-dataset={data}",
@@ -144,7 +130,7 @@ def all_from_the_store(report: Path, expected: int) -> None:
 
 def rerun(args: argparse.Namespace, base: Path) -> None:
     count, cache = args.rerun, base / "cache"
-    sizes = {n: problems(base / f"rerun-{n}.jsonl", n, baseline=True) for n in (count, 2 * count)}
+    sizes = {n: problems(base / f"rerun-{n}.jsonl", n) for n in (count, 2 * count)}
 
     def plugin(n: int) -> float:
         report = base / f"rerun-{n}.json"

@@ -53,7 +53,10 @@ from pytest_codebench.options import Settings
 from pytest_codebench.runners.local import LocalRunner, sandbox_state
 
 
-def problems(path: Path, count: int) -> Path:
+def problems(path: Path, count: int, *, baseline: bool = True) -> Path:
+    """``count`` tasks whose commands do nothing (``cuda_python``: its test runs as it is, with
+    no main guard), each with a reference answer unless not ``baseline``. The other benches of
+    per-item cost (collect_scale.py, store.py) grade the same."""
     with path.open("w") as out:
         for index in range(count):
             record = {
@@ -65,8 +68,10 @@ def problems(path: Path, count: int) -> Path:
                 "build_command": "true",
                 "test_command": "true",
                 "timeout_seconds": 30,
-                "baseline_solution": {"task_id": f"B/{index}", "files": [{"path": "solution.py", "content": "\n"}]},
             }
+            if baseline:
+                files = [{"path": "solution.py", "content": "\n"}]
+                record["baseline_solution"] = {"task_id": f"B/{index}", "files": files}
             out.write(json.dumps(record) + "\n")
     return path
 

@@ -36,6 +36,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 import packs  # type: ignore[import-not-found]  # noqa: E402 - the tests' datapack writer (tests/ is no package)
+from overhead import problems  # noqa: E402 - the trivial tasks bench/overhead.py grades
 
 from pytest_codebench.store import FILE_NAME, TABLE  # noqa: E402
 
@@ -158,30 +159,14 @@ def real_work(args: argparse.Namespace, base: Path) -> None:
     )
 
 
-def trivial(path: Path, count: int) -> list[str]:
-    """``count`` tasks whose commands do nothing (``cuda_python``: run as they are)."""
-    with path.open("w") as out:
-        for n in range(count):
-            record = {
-                "task_id": f"B/{n}",
-                "type": "cuda_python",
-                "group": "bench",
-                "context_files": [{"path": "include/x.h", "content": "int x;\n"}],
-                "test_files": [{"path": "test/test_main.py", "content": "pass\n"}],
-                "build_command": "true",
-                "test_command": "true",
-                "timeout_seconds": 30,
-                "baseline_solution": {"task_id": f"B/{n}", "files": [{"path": "solution.py", "content": "\n"}]},
-            }
-            out.write(json.dumps(record) + "\n")
-    return [f"--codebench-dataset={path}", "--codebench-solutions=baseline"]
-
-
 def served(args: argparse.Namespace, base: Path) -> None:
     """Per item of a run served wholly from the store, against pytest's own per item."""
     folder = base / "served"
     folder.mkdir()
-    sizes = {n: trivial(folder / f"{n}.jsonl", n) for n in (args.served, 2 * args.served)}
+    sizes = {
+        n: [f"--codebench-dataset={problems(folder / f'{n}.jsonl', n)}", "--codebench-solutions=baseline"]
+        for n in (args.served, 2 * args.served)
+    }
     plain = {}
     for n in sizes:
         plain[n] = folder / f"test_plain_{n}.py"
