@@ -175,9 +175,7 @@ class Reuse:
                     return hit.verdict, Origin(cached=True, run=hit.run)
                 return hit.verdict, Origin(same_as=hit.item, run=hit.run)
         if shared is None:
-            verdict = grade()
-            self._keep(store, key, Stored(verdict, self.run, case.id))
-            return verdict, None
+            return self._graded(store, key, case, grade), None
         return self._once(shared, case, lambda: self._graded(store, key, case, grade))
 
     def _graded(self, store: VerdictStore | None, key: str, case: Case, grade: Callable[[], Verdict]) -> Verdict:
