@@ -1,6 +1,7 @@
 """What the plugin costs per item, measured side by side with a bare loop in one run.
 
-    python bench/overhead.py [--tasks 300] [--collect 10000] [--rounds 5] [--against PYTHON] [--profile PATH]
+    python bench/overhead.py [--tasks 300] [--collect 10000] [--rounds 5] [--store] [--breakdown]
+                             [--against PYTHON] [--profile PATH]
 
 Grading: N trivial tasks (build and test commands that do nothing, ``true``) through
 ``pytest --codebench=computeeval`` against a bare loop doing the same work: a fresh
@@ -29,6 +30,10 @@ minus the same run on a one-task dataset (``bench/collect_scale.py`` compares 10
 with pytest's own). With ``--against PYTHON`` (the interpreter of another virtual environment,
 holding the plugin at another commit: ``git worktree add DIR COMMIT``, then ``pip install -e
 DIR`` there), that plugin is timed too, interleaved, and both are printed with their ratio.
+``--store`` also times the plugin with its verdict store on (the default) and empty, so that
+every verdict is graded and written. ``--breakdown`` prints where an unconfined item's time
+goes, part by part (the commands, the runner around them, the workspace, logs, quota, store,
+locks, report hooks, and what is left to pytest's own item protocol: bench/item_costs.py).
 ``--profile PATH`` writes a cProfile of one unconfined plugin run of N tasks.
 """
 
@@ -44,9 +49,9 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from pytest_codebench.context import RunContext
 from pytest_codebench.options import Settings
@@ -76,10 +81,13 @@ def problems(path: Path, count: int, *, baseline: bool = True) -> Path:
     return path
 
 
-def pytest_seconds(dataset: Path, *extra: str, python: str = sys.executable) -> Cost:
+def pytest_seconds(
+    dataset: Path, *extra: str, python: str = sys.executable, env: Mapping[str, str] | None = None
+) -> Cost:
     """``pytest --codebench=computeeval`` on ``dataset``, with the plugin ``python`` has, in a
     run folder of its own: under the default one, each run removes the logs of the run ten
-    runs back, which is a cost of keeping ten runs, not of grading this one's items."""
+    runs back, which is a cost of keeping ten runs, not of grading this one's items. ``env``
+    adds to the environment (:func:`store_on`)."""
     runs = tempfile.mkdtemp(prefix="runs-", dir=dataset.parent)
     command = [
         python,
@@ -98,9 +106,9 @@ def pytest_seconds(dataset: Path, *extra: str, python: str = sys.executable) -> 
     ]
     # Every item graded, none read from the verdict store (by the environment: a plugin from
     # before the store, timed with --against, knows no such option and ignores the variable).
-    env = {**os.environ, "CODEBENCH_STORE": "off"}
+    environ = {**os.environ, "CODEBENCH_STORE": "off", **(env or {})}
     with Clock() as clock:
-        done = subprocess.run(command, cwd=dataset.parent, capture_output=True, text=True, env=env)
+        done = subprocess.run(command, cwd=dataset.parent, capture_output=True, text=True, env=environ)
     if done.returncode not in (0, 5) or (" passed" not in done.stdout and "--collect-only" not in extra):
         sys.exit(f"pytest failed:\n{done.stdout[-3000:]}{done.stderr[-3000:]}")
     return clock.cost
@@ -236,6 +244,30 @@ def profile(dataset: Path, path: Path) -> None:
 UNCONFINED = ("--codebench-sandbox", "none")
 
 
+def store_on(base: Path) -> dict[str, str]:
+    """The verdict store on, as by default, and empty (a cache dir of its own): every
+    verdict is graded and written."""
+    return {"CODEBENCH_STORE": "on", "CODEBENCH_CACHE_DIR": tempfile.mkdtemp(prefix="cache-", dir=base)}
+
+
+def breakdown(dataset: Path) -> list[str]:
+    """Where an unconfined plugin item's time goes, part by part (bench/item_costs.py)."""
+    costs = dataset.parent / "costs.json"
+    env = {"CODEBENCH_ITEM_COSTS": str(costs), "PYTHONPATH": str(Path(__file__).parent)}
+    pytest_seconds(dataset, *UNCONFINED, "-p", "item_costs", env=env)
+    return costs_table(json.loads(costs.read_text()))
+
+
+def costs_table(costs: dict[str, Any]) -> list[str]:
+    """Each part's own time per item, largest first."""
+    parts: dict[str, float] = costs["ms_per_item"]
+    total = sum(parts.values())
+    lines = [f"where an item's {total:.2f} ms go (own time of each part, {costs['items']} items, timers on):"]
+    for part, ms in sorted(parts.items(), key=lambda entry: -entry[1]):
+        lines.append(f"  {part:58s} {ms:6.3f} ms  {100 * ms / total:4.1f}%")
+    return lines
+
+
 def measure(args: argparse.Namespace, base: Path) -> dict[str, list[Cost]]:
     """Seconds per item of each way, one figure a round. The ways compared are timed next to
     each other in every round, so that a ratio is taken within a round (the machine is shared:
@@ -250,6 +282,8 @@ def measure(args: argparse.Namespace, base: Path) -> dict[str, list[Cost]]:
         "pytest": lambda n: plain_seconds(n, base),
         "bare": bare_seconds,
     }
+    if args.store:
+        timed["plugin store"] = lambda n: pytest_seconds(sizes[n], *UNCONFINED, env=store_on(base))
     if args.against:
         timed["other"] = lambda n: pytest_seconds(sizes[n], *UNCONFINED, python=args.against)
     if local is not None:
@@ -259,6 +293,8 @@ def measure(args: argparse.Namespace, base: Path) -> dict[str, list[Cost]]:
     for _ in range(args.rounds):
         for name, seconds in timed.items():
             figures[name].append(per_item(seconds, args.tasks))
+    if args.breakdown:
+        print("\n".join(breakdown(sizes[2 * args.tasks])))
     if args.profile:
         path = Path(args.profile).resolve()
         profile(sizes[args.tasks], path)
@@ -294,6 +330,9 @@ def report(args: argparse.Namespace, figures: dict[str, list[Cost]]) -> None:
     compared("plugin / bare loop:", "plugin", "bare")
     compared("pytest / bare + workspace:", "pytest", "harness", "  (pytest's own share)")
     compared("plugin / pytest doing same:", "plugin", "pytest", "  (the plugin's own share)")
+    if "plugin store" in figures:
+        line("plugin, store on (empty):", "plugin store", "  (the default: each verdict written)")
+        compared("store on / store off:", "plugin store", "plugin")
     if "plugin sandboxed" in figures:
         line("plugin (sandboxed):", "plugin sandboxed")
         line("runner loop + workspace:", "runner sandboxed", "  (the same 2 commands, sandboxed)")
@@ -311,6 +350,8 @@ def main() -> None:
     parser.add_argument("--collect", type=int, default=10_000)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--against", help="the Python of another environment whose plugin is timed side by side")
+    parser.add_argument("--store", action="store_true", help="also time the plugin with its verdict store on")
+    parser.add_argument("--breakdown", action="store_true", help="also print where an item's time goes, part by part")
     parser.add_argument("--profile", metavar="PATH", help="also write a cProfile of one unconfined plugin run there")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
