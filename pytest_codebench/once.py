@@ -30,6 +30,20 @@ from .errors import DatasetError, HarnessError
 LOCK_DIR = Path(tempfile.gettempdir()) / f"pytest-codebench-locks-{os.geteuid()}"
 
 
+def write_atomically(path: Path, data: str | bytes) -> None:
+    """Write ``path`` whole or not at all: readers, and the process that comes after one that
+    died half way, see the old file or the new one, never a part of it."""
+    handle, partial = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "wb") as file:
+            file.write(data.encode() if isinstance(data, str) else data)
+        os.replace(partial, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(partial)
+        raise
+
+
 def once(directory: Path, key: str, compute: Callable[[], Any]) -> Any:
     """``compute()`` for the first process to ask, its JSON-stored result for the others.
 
@@ -48,7 +62,7 @@ def once(directory: Path, key: str, compute: Callable[[], Any]) -> Any:
                 stored = {"dataset_error": [exc.path, exc.message, exc.line, exc.field]}
             except HarnessError as exc:
                 stored = {"harness_error": str(exc)}
-            path.write_text(json.dumps(stored))
+            write_atomically(path, json.dumps(stored))
     if "dataset_error" in stored:
         file, message, line, field = stored["dataset_error"]
         raise DatasetError(file, message, line=line, field=field)

@@ -13,7 +13,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
-import os
 import platform
 import warnings
 from collections.abc import Callable, Sequence
@@ -26,6 +25,7 @@ from filelock import FileLock, Timeout
 from .benchmark import Benchmark
 from .cases import Case
 from .harness import harness_version
+from .once import write_atomically
 from .options import CACHE_DIR, CORE_OPTIONS, STORE, Option
 from .reporting import ItemResult, reused
 from .runners import Runner
@@ -200,9 +200,7 @@ class Reuse:
                 return decode(kept["verdict"]), Origin(same_as=kept["item"], run=self.run)
             verdict = grade()
             if shareable(verdict):
-                partial = path.with_suffix(f".{os.getpid()}.tmp")
-                partial.write_text(json.dumps({"verdict": encode(verdict), "item": case.id}))
-                partial.replace(path)  # whole or absent, even if this process dies here
+                write_atomically(path, json.dumps({"verdict": encode(verdict), "item": case.id}))
             return verdict, None
         finally:
             lock.release()

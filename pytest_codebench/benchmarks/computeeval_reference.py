@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypedDict
@@ -17,6 +16,7 @@ from typing import Any, TypedDict
 from filelock import FileLock
 
 from ..cuda import Machine
+from ..once import write_atomically
 from ..verdict import Outcome, Verdict
 from .computeeval_rules import SKIP_KIND
 
@@ -77,7 +77,5 @@ class ReferenceCache:
                 "output_tail": verdict.output_tail,
                 "skip": str(verdict.figures.get(SKIP_KIND, "")),
             }
-            partial = path.with_suffix(f".{os.getpid()}.tmp")
-            partial.write_text(json.dumps(stored))
-            partial.replace(path)
+            write_atomically(path, json.dumps(stored))
             return verdict

@@ -34,6 +34,7 @@ from filelock import FileLock, Timeout
 from packaging.version import InvalidVersion, Version
 
 from ..errors import HarnessError
+from ..once import write_atomically
 from ..options import CACHE_DIR, DATASET
 from .computeeval_wheel import (
     PACKAGE,
@@ -115,14 +116,6 @@ def _version_key(path: Path) -> tuple[int, Version]:
 # -- the cache -----------------------------------------------------------------------------------
 
 
-def _write_atomically(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(handle, "wb") as file:
-        file.write(data)
-    os.replace(temporary, path)
-
-
 def extract(wheel: Wheel, release: str, root: Path, source: str) -> Resolved:
     """The release's datapack out of ``wheel``, verified, in the cache (reused when intact)."""
     member = member_name(release)
@@ -133,7 +126,8 @@ def extract(wheel: Wheel, release: str, root: Path, source: str) -> Resolved:
     if target.exists() and entry is not None and entry[0] in hashlib.algorithms_guaranteed:
         intact = record_digest(target.read_bytes(), entry[0]) == entry[1]
     if not intact:
-        _write_atomically(target, wheel.read(member))
+        target.parent.mkdir(parents=True, exist_ok=True)
+        write_atomically(target, wheel.read(member))
     return Resolved(release, target, source, version, str(wheel.path), wheel.sha256())
 
 
@@ -156,7 +150,8 @@ def from_installed(release: str, root: Path) -> Resolved | None:
             data = path.read_bytes()
             target = root / "releases" / f"installed-{version or 'unknown'}" / path.name
             if not target.exists() or target.read_bytes() != data:
-                _write_atomically(target, data)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                write_atomically(target, data)
             return Resolved(release, target, "installed package", version, str(path))
     return None
 
