@@ -293,8 +293,6 @@ def measure(args: argparse.Namespace, base: Path) -> dict[str, list[Cost]]:
     for _ in range(args.rounds):
         for name, seconds in timed.items():
             figures[name].append(per_item(seconds, args.tasks))
-    if args.breakdown:
-        print("\n".join(breakdown(sizes[2 * args.tasks])))
     if args.profile:
         path = Path(args.profile).resolve()
         profile(sizes[args.tasks], path)
@@ -357,6 +355,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)
         report(args, measure(args, base))
+        if args.breakdown:
+            print("\n".join(breakdown(base / "large.jsonl")))
         one = problems(base / "one.jsonl", 1)
         many = problems(base / "many.jsonl", args.collect)
         collect = statistics.median(
