@@ -262,7 +262,8 @@ def costs_table(costs: dict[str, Any]) -> list[str]:
     """Each part's own time per item, largest first."""
     parts: dict[str, float] = costs["ms_per_item"]
     total = sum(parts.values())
-    lines = [f"where an item's {total:.2f} ms go (own time of each part, {costs['items']} items, timers on):"]
+    heading = f"where an item's {total:.2f} ms go (own time of each part; {costs['items']} items, over which one-time"
+    lines = [heading, "  probes are spread; timers on):"]
     for part, ms in sorted(parts.items(), key=lambda entry: -entry[1]):
         lines.append(f"  {part:58s} {ms:6.3f} ms  {100 * ms / total:4.1f}%")
     return lines
