@@ -8,18 +8,21 @@ a measured speedup makes the candidate faster.
 from __future__ import annotations
 
 import dataclasses
+import decimal
+import re
 from collections.abc import Mapping
 from typing import Any
 
 from ...runners import RunResult
 from ...verdict import Outcome
 
-FLOAT_TOLERANCE = 1e-3
+FLOAT_TOLERANCE = decimal.Decimal("1e-3")
+INTEGER = re.compile(r"[+-]?[0-9]+")
 
 
 def accuracy(expected: str, actual: str) -> tuple[float, str | None]:
     """PIE's line rule: the share of expected lines the output matches (equal, or both whole
-    lines floats within 1e-3), and the first mismatch as a diff. Empty expected output is
+    lines numbers within 1e-3, exactly), and the first mismatch as a diff. Empty expected output is
     matched only by empty output (PIE divides by zero there)."""
     want, got = expected.strip().splitlines(), actual.strip().splitlines()
     if not want:
@@ -36,11 +39,17 @@ def accuracy(expected: str, actual: str) -> tuple[float, str | None]:
 
 
 def _same_line(expected: str, actual: str) -> bool:
-    if expected.strip() == actual.strip():
+    """Equal lines, or equal numbers: two integers exactly (a float holds 53 bits: 3**50 and
+    3**50 + 1 are one float), any other two numbers within 1e-3, in exact decimal arithmetic
+    (a real printed for a 25-digit integer must be that integer within 1e-3)."""
+    expected, actual = expected.strip(), actual.strip()
+    if expected == actual:
         return True
+    if INTEGER.fullmatch(expected) and INTEGER.fullmatch(actual):
+        return int(expected) == int(actual)
     try:
-        return abs(float(expected) - float(actual)) <= FLOAT_TOLERANCE
-    except ValueError:
+        return abs(decimal.Decimal(expected) - decimal.Decimal(actual)) <= FLOAT_TOLERANCE
+    except (ArithmeticError, ValueError):  # not numbers, NaN, or beyond decimal's exponents
         return False
 
 
