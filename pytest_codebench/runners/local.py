@@ -161,8 +161,10 @@ class LocalRunner(Runner):
             return {"summary": summary, "sandbox": "none", "sandbox_reason": state.why}
         user = "as nobody, " if state.plan.user is not None else ""
         limits = ", ".join(bwrap.describe_limits(settings))
+        shown = state.plan.shown()
         summary = f"local sandbox: {state.version} ({user}own pid/net/mount namespaces, {limits})"
-        return {"summary": summary, "sandbox": "bwrap", "sandbox_version": state.version}
+        summary += f"; host folders it shows, read-only: {', '.join(shown)}"
+        return {"summary": summary, "sandbox": "bwrap", "sandbox_version": state.version, "sandbox_folders": shown}
 
     def run(self, command: str, *, cwd: Path, timeout: float, **how: Unpack[RunHow]) -> RunResult:
         tmp = cwd / ".tmp"

@@ -7,7 +7,9 @@ What a sandboxed command gets:
   ends it with the harness;
 * no network (its own network namespace) unless the step asks for it; a private ``/tmp``;
 * a root of its own: the system folders (/usr, /etc, /opt, /bin, /lib...), the Python commands
-  find, the folders of ``PATH`` and the CUDA toolkit, read-only; the toolchain's prefix
+  find, the folders of ``PATH`` and the CUDA toolkit, read-only (a tool manager's folder in a
+  home, ~/.cargo or ~/.pyenv, only in the parts its programs run from, and whatever looks like
+  a credential in what a home shows masked; the header names them all); the toolchain's prefix
   read-only; the ``shared`` folders as marked; its workspace, the one writable folder of the
   host. Nothing else exists: not the caller's home, not the other workspaces, not the run folder,
   the cache or the dataset (masked with an empty folder where a bound folder holds them);
@@ -98,6 +100,15 @@ CLOCK = (
     'c=$2; exec {err}>&2 2>/dev/null; s=$EPOCHREALTIME; sh -c "$1" 2>&$err {err}>&- {c}>&-; r=$?; '
     'e=$EPOCHREALTIME; kill -9 -1; echo "$s $e $r" >&$c; exit $r'
 )
+# In a home, the parts of a tool manager's folder (~/.pyenv, ~/.cargo, ~/.local) that its
+# programs run from; the rest (credentials, configuration, caches) stays out.
+MANAGER_PARTS = ("bin", "shims", "libexec", "plugins", "pyenv.d", "versions", "version", "lib")
+# Names of credentials (files or folders), masked where a folder bound from a home holds them.
+CREDENTIAL = re.compile(
+    r"\.(ssh|aws|azure|gcloud|docker|kube|gnupg|netrc|pypirc|npmrc|yarnrc|git-credentials|config|env)"
+    r"|(credentials|.*token|.*secret|.*password|keyrings?|gnupg|id_(rsa|dsa|ecdsa|ed25519)).*",
+    re.IGNORECASE,
+)
 CLOCK_LINE = re.compile(rb"(\d+)\.(\d{6}) (\d+)\.(\d{6}) (\d+)\n")
 
 
@@ -167,16 +178,46 @@ class Mounts:
                 self.argv += ["--ro-bind", "/dev/null", path]
 
 
-def _tool_folders() -> list[str]:
+def homes() -> list[str]:
+    """Folders that hold someone's home: the caller's ($HOME may be a test's, and the account's),
+    and every account's usual place."""
+    mine = [os.path.expanduser("~"), pwd.getpwuid(os.getuid()).pw_dir]
+    return sorted({os.path.realpath(path) for path in (*mine, "/root", "/home")})
+
+
+def _in_home(folder: str, home_folders: Iterable[str]) -> bool:
+    return any(_under(folder, home) for home in home_folders)
+
+
+def _tool_folders(home_folders: list[str]) -> list[str]:
     """The folders commands find programs in: the Python running us, PATH, the CUDA toolkit."""
     python = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix]
     python.append(str(Path(os.path.realpath(sys.executable)).parent.parent))
     path = [entry for entry in os.environ.get("PATH", "").split(":") if entry.startswith("/")]
     # A tool manager (pyenv, cargo) finds its programs through shims that run its own scripts:
-    # its whole folder, the parent of bin/ or shims/ (never a home itself: see base_mounts).
-    path += [str(Path(entry).parent) for entry in path if Path(entry).name in ("bin", "shims") and entry.count("/") > 1]
+    # its whole folder, the parent of bin/ or shims/ (never a home itself: see base_mounts). In
+    # a home, only the parts its programs run from: never its credentials
+    # (~/.cargo/credentials.toml), its configuration or its caches.
+    managers = [str(Path(entry).parent) for entry in path if Path(entry).name in ("bin", "shims")]
+    for manager in (folder for folder in managers if folder.count("/") > 1):
+        private = _in_home(os.path.realpath(manager), home_folders)
+        path += [os.path.join(manager, part) for part in MANAGER_PARTS] if private else [manager]
     cuda = [os.environ[name] for name in CUDA_VARS if os.environ.get(name, "").startswith("/")]
     return [*python, *path, *cuda]
+
+
+def _credentials(folder: str, depth: int = 2) -> Iterable[str]:
+    """What looks like a credential in ``folder``, down to ``depth`` levels (never through a link)."""
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError:
+        return
+    for name in names:
+        path = os.path.join(folder, name)
+        if CREDENTIAL.fullmatch(name):
+            yield path
+        elif depth > 1 and os.path.isdir(path) and not os.path.islink(path):
+            yield from _credentials(path, depth - 1)
 
 
 def base_mounts(settings: Settings, run_dir: Path | None) -> Mounts:
@@ -190,20 +231,24 @@ def base_mounts(settings: Settings, run_dir: Path | None) -> Mounts:
             mounts.link(os.readlink(entry), entry)
         elif os.path.isdir(entry):
             mounts.bind(entry, entry)
-    # $HOME may be a test's; the account's own home stays out too.
-    homes = {os.path.realpath(os.path.expanduser("~")), os.path.realpath(pwd.getpwuid(os.getuid()).pw_dir)}
+    home_folders = homes()
     solutions = [spec.path for spec in settings[SOLUTIONS]]  # every model's: none sees another's answers
     given = [settings[CACHE_DIR], settings[DATASET], *solutions, str(run_dir) if run_dir else None]
     hidden = [os.path.realpath(path) for path in (*given, str(Path(__file__).parents[1])) if path]
-    for folder in sorted({os.path.realpath(path) for path in _tool_folders() if os.path.isdir(path)}):
-        # The caller's home stays out (a program's folder in it, a pyenv or a venv, is bound on
-        # its own), and so do the cache, the dataset and the run folder, except the Python we run on.
+    shown = {os.path.realpath(path) for path in _tool_folders(home_folders) if os.path.exists(path)}
+    for folder in sorted(shown):
+        # A home stays out (a program's folder in it, a pyenv or a venv, is bound on its own),
+        # and so do the cache, the dataset and the run folder, except the Python we run on.
         mine = folder in (os.path.realpath(p) for p in (sys.prefix, sys.base_prefix))
-        if mine or (folder not in homes and not any(_under(folder, private) for private in hidden)):
+        if mine or (folder not in home_folders and not any(_under(folder, private) for private in hidden)):
             if not any(_under(folder, done) for done in mounts.bound):
                 mounts.bind(folder, folder)
-    for path in (*homes, *hidden):
+    for path in (*home_folders, *hidden):
         mounts.mask(path)
+    # Defence in depth: what a folder bound from a home holds that looks like a credential.
+    for folder in [done for done in mounts.bound if _in_home(done, home_folders) and os.path.isdir(done)]:
+        for path in _credentials(folder):
+            mounts.mask(path)
     return mounts
 
 
@@ -216,6 +261,10 @@ class Plan:
     mounts_made: tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]  # bound, made, masked
     clocked: bool
     user: int | None  # the uid the workspace is handed to (a root caller), else None
+
+    def shown(self) -> list[str]:
+        """The host folders (and files) every command sees, read-only: the header names them."""
+        return [path for path in self.mounts_made[0] if not os.path.islink(path)]
 
     def argv(self, command: str, cwd: Path, clock_fd: int, extra: Mounts) -> list[str]:
         tail = [command, str(clock_fd)] if self.clocked else ["sh", "-c", command]
