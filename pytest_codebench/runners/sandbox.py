@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import pwd
 import re
 import shutil
 import stat
@@ -49,6 +48,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from ..options import CACHE_DIR, DATASET, SOLUTIONS, Option, Settings, choice, positive
+from .host_folders import credentials, homes, in_home, tool_folders
+from .host_folders import under as _under
 from .quota import entries, parse_size
 
 SANDBOX = Option(
@@ -92,22 +93,12 @@ NOBODY = 65534
 SYSTEM_DIRS = ("/usr", "/etc", "/opt")
 # Links to /usr on merged-/usr systems, folders elsewhere.
 ROOT_LINKS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
-CUDA_VARS = ("CUDA_HOME", "CUDA_PATH", "CUDA_ROOT")
 # Runs ``sh -c "$1"`` and writes "START END STATUS" to descriptor $2, which sh does not get;
 # bash's own messages ("Segmentation fault") go to /dev/null, the command's stderr to the
 # caller's. Everything else in the sandbox dies before the line is written (module docstring).
 CLOCK = (
     'c=$2; exec {err}>&2 2>/dev/null; s=$EPOCHREALTIME; sh -c "$1" 2>&$err {err}>&- {c}>&-; r=$?; '
     'e=$EPOCHREALTIME; kill -9 -1; echo "$s $e $r" >&$c; exit $r'
-)
-# In a home, the parts of a tool manager's folder (~/.pyenv, ~/.cargo, ~/.local) that its
-# programs run from; the rest (credentials, configuration, caches) stays out.
-MANAGER_PARTS = ("bin", "shims", "libexec", "plugins", "pyenv.d", "versions", "version", "lib")
-# Names of credentials (files or folders), masked where a folder bound from a home holds them.
-CREDENTIAL = re.compile(
-    r"\.(ssh|aws|azure|gcloud|docker|kube|gnupg|netrc|pypirc|npmrc|yarnrc|git-credentials|config|env)"
-    r"|(credentials|.*token|.*secret|.*password|keyrings?|gnupg|id_(rsa|dsa|ecdsa|ed25519)).*",
-    re.IGNORECASE,
 )
 CLOCK_LINE = re.compile(rb"(\d+)\.(\d{6}) (\d+)\.(\d{6}) (\d+)\n")
 
@@ -128,10 +119,6 @@ class Limits:
         argv += [f"--as={self.memory}"] if self.memory else []
         argv += [f"--cpu={self.cpu}"] if self.cpu else []
         return [*argv, "--"]
-
-
-def _under(path: str, folder: str) -> bool:
-    return path == folder or path.startswith(folder.rstrip("/") + "/")
 
 
 class Mounts:
@@ -178,48 +165,6 @@ class Mounts:
                 self.argv += ["--ro-bind", "/dev/null", path]
 
 
-def homes() -> list[str]:
-    """Folders that hold someone's home: the caller's ($HOME may be a test's, and the account's),
-    and every account's usual place."""
-    mine = [os.path.expanduser("~"), pwd.getpwuid(os.getuid()).pw_dir]
-    return sorted({os.path.realpath(path) for path in (*mine, "/root", "/home")})
-
-
-def _in_home(folder: str, home_folders: Iterable[str]) -> bool:
-    return any(_under(folder, home) for home in home_folders)
-
-
-def _tool_folders(home_folders: list[str]) -> list[str]:
-    """The folders commands find programs in: the Python running us, PATH, the CUDA toolkit."""
-    python = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix]
-    python.append(str(Path(os.path.realpath(sys.executable)).parent.parent))
-    path = [entry for entry in os.environ.get("PATH", "").split(":") if entry.startswith("/")]
-    # A tool manager (pyenv, cargo) finds its programs through shims that run its own scripts:
-    # its whole folder, the parent of bin/ or shims/ (never a home itself: see base_mounts). In
-    # a home, only the parts its programs run from: never its credentials
-    # (~/.cargo/credentials.toml), its configuration or its caches.
-    managers = [str(Path(entry).parent) for entry in path if Path(entry).name in ("bin", "shims")]
-    for manager in (folder for folder in managers if folder.count("/") > 1):
-        private = _in_home(os.path.realpath(manager), home_folders)
-        path += [os.path.join(manager, part) for part in MANAGER_PARTS] if private else [manager]
-    cuda = [os.environ[name] for name in CUDA_VARS if os.environ.get(name, "").startswith("/")]
-    return [*python, *path, *cuda]
-
-
-def _credentials(folder: str, depth: int = 2) -> Iterable[str]:
-    """What looks like a credential in ``folder``, down to ``depth`` levels (never through a link)."""
-    try:
-        names = sorted(os.listdir(folder))
-    except OSError:
-        return
-    for name in names:
-        path = os.path.join(folder, name)
-        if CREDENTIAL.fullmatch(name):
-            yield path
-        elif depth > 1 and os.path.isdir(path) and not os.path.islink(path):
-            yield from _credentials(path, depth - 1)
-
-
 def base_mounts(settings: Settings, run_dir: Path | None) -> Mounts:
     """The folders every command sees (read-only), and the masks over what it must not see."""
     mounts = Mounts()
@@ -235,7 +180,7 @@ def base_mounts(settings: Settings, run_dir: Path | None) -> Mounts:
     solutions = [spec.path for spec in settings[SOLUTIONS]]  # every model's: none sees another's answers
     given = [settings[CACHE_DIR], settings[DATASET], *solutions, str(run_dir) if run_dir else None]
     hidden = [os.path.realpath(path) for path in (*given, str(Path(__file__).parents[1])) if path]
-    shown = {os.path.realpath(path) for path in _tool_folders(home_folders) if os.path.exists(path)}
+    shown = {os.path.realpath(path) for path in tool_folders(home_folders) if os.path.exists(path)}
     for folder in sorted(shown):
         # A home stays out (a program's folder in it, a pyenv or a venv, is bound on its own),
         # and so do the cache, the dataset and the run folder, except the Python we run on.
@@ -246,8 +191,8 @@ def base_mounts(settings: Settings, run_dir: Path | None) -> Mounts:
     for path in (*home_folders, *hidden):
         mounts.mask(path)
     # Defence in depth: what a folder bound from a home holds that looks like a credential.
-    for folder in [done for done in mounts.bound if _in_home(done, home_folders) and os.path.isdir(done)]:
-        for path in _credentials(folder):
+    for folder in [done for done in mounts.bound if in_home(done, home_folders) and os.path.isdir(done)]:
+        for path in credentials(folder):
             mounts.mask(path)
     return mounts
 
