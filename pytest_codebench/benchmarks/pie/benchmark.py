@@ -35,6 +35,7 @@ from ...runners import Runner
 from ...speedup import Figures, Stopping
 from ...sweeps import SolutionSet, sweep
 from ...verdict import Outcome, Verdict
+from ..computeeval_perf import ACCEPT_SUSPECT, MAX_SPEEDUP
 from .config import (
     CONFIG,
     CXX,
@@ -51,7 +52,7 @@ from .config import (
 from .load import Loader, PieRow
 from .measure import UNMEASURED, count_instructions, instruction_counter, time_programs
 from .report import OPTIMIZED, best_at_k_columns, summarize, write_report
-from .rules import Failure, ProgramRun, speed_verdict
+from .rules import Failure, ProgramRun, speed_verdict, suspicion
 from .sandbox import CandidateFailed, Launch, Program, Sandbox, pinned_core
 
 # Never decide a candidate's speed on fewer trials than this (beyond the ignored ones), unless
@@ -173,6 +174,12 @@ class Pie(Benchmark):
         # the reports show it as null, which the core's figure type does not spell out.
         grading.figures.update(cast("dict[str, float | str]", figures))
         outcome, reason = speed_verdict(figures, self.settings[MIN_SPEEDUP])
+        why = suspicion(figures, self.settings[MAX_SPEEDUP])
+        if why is not None:
+            # Left out of the metrics (report.py), as ComputeEval does: the verdict stays, a
+            # real algorithmic rewrite can be that fast.
+            grading.figures["perf_suspect"] = why
+            reason += f"; suspect: {why}"
         return grading.verdict(outcome, reason + (f"; {row.test_note}" if row.test_note else ""))
 
     def _add(self, grading: Grading, sandbox: Sandbox, program: Program) -> Verdict | None:
@@ -261,7 +268,8 @@ class Pie(Benchmark):
     # -- metrics ----------------------------------------------------------------------------------
 
     def summarize(self, results: list[ItemResult]) -> Summary:
-        return summarize(results, self.settings[MIN_SPEEDUP], self.settings[K])
+        bound = None if self.settings[ACCEPT_SUSPECT] else self.settings[MAX_SPEEDUP]
+        return summarize(results, self.settings[MIN_SPEEDUP], self.settings[K], bound)
 
     def columns(self, summary: Summary) -> Row:
         return best_at_k_columns(summary.metrics, self.settings[MIN_SPEEDUP], self.settings[K])

@@ -18,6 +18,7 @@ import yaml
 
 from ...errors import DatasetError
 from ...options import Option, choice, int_option, parse_bool, positive, text_option
+from ..computeeval_perf import ACCEPT_SUSPECT, MAX_SPEEDUP
 
 LANGUAGES = ("python", "cpp")
 
@@ -155,7 +156,18 @@ PYTHON = text_option(
 )
 CXX = Option("cxx", "C++ compiler.", "g++", str, "PATH")
 PIE_MEMORY = int_option("pie-memory", "Address-space limit of a program, in MiB.", default=2048, metavar="MIB")
-OPTIONS: tuple[Option[Any], ...] = (CONFIG, PIE, MIN_SPEEDUP, PIE_METRIC, PYTHON, CXX, PIE_MEMORY)
+# The plausibility bound is ComputeEval's option (one option, one meaning, for every benchmark).
+OPTIONS: tuple[Option[Any], ...] = (
+    CONFIG,
+    PIE,
+    MIN_SPEEDUP,
+    PIE_METRIC,
+    PYTHON,
+    CXX,
+    PIE_MEMORY,
+    MAX_SPEEDUP,
+    ACCEPT_SUSPECT,
+)
 
 
 def read_config(path: Path, given: dict[str, Any]) -> EvalConfig:

@@ -76,18 +76,18 @@ def instruction_counter(sandbox: Sandbox) -> str:
 
 
 def _instructions(sandbox: Sandbox, program: Program | None, test: int, counter: str) -> float:
-    """The count the counter gave for one run. A program that wrote a count line of its own
-    beside the counter's forged its measure: its failure (the harness's, for the slow program
-    or the reference, which are no model's)."""
+    """The count the counter gave for one run. A candidate whose count cannot be taken (a count
+    line of its own beside the counter's, an ``exec`` that threw counts away, none at all)
+    forged or hid its measure: its failure. The slow program's or the reference's, which are no
+    model's, run first: there it is harness trouble (the counter itself failed)."""
     run = sandbox.measured(program, test, counter)
     count = count_of(run.counted or "", counter)
     if count is not None:
         return float(count)
+    if program is not None and program.tag == "candidate":
+        why = f"its {counter} count cannot be taken (a count line of its own, an exec, or none at all)"
+        raise CandidateFailed(test, Failure(Outcome.INVALID_SOLUTION, why), run)
     log = run.counted or ""
-    lines = len(re.findall(r"^\d+,,instructions|Collected : \d+", log, re.MULTILINE))
-    if program is not None and program.tag == "candidate" and (lines > 1 or run.counted is None):
-        failure = Failure(Outcome.INVALID_SOLUTION, f"wrote to the {counter} counter's output: a count it could forge")
-        raise CandidateFailed(test, failure, run)
     raise HarnessError(f"counting instructions with {counter} failed: {run.result.tail(5)} {log[-300:]}")
 
 

@@ -40,15 +40,18 @@ class BestAtK(TypedDict):
     mean_speedup: float
 
 
-def candidate_speedups(results: Sequence[ItemResult]) -> dict[str, list[float | None]]:
-    """Each generation row's scored candidates in candidate order: a correct one's speedup,
-    None for a wrong one. A skip or error counts as wrong unless excused (the machine's
-    doing), which leaves the candidate out; a row whose candidates are all left out is too."""
+def candidate_speedups(results: Sequence[ItemResult], suspect: bool = False) -> dict[str, list[float | None]]:
+    """Each generation row's scored candidates in candidate order: a correct one's speedup
+    (1.0 where it is suspect and ``suspect`` says to leave such out), None for a wrong one. A
+    skip or error counts as wrong unless excused (the machine's doing), which leaves the
+    candidate out; a row whose candidates are all left out is too."""
     rows: dict[str, list[float | None]] = defaultdict(list)
     for result in sorted(results, key=lambda r: r["sample"]):
         if scored(result):
             correct = outcome_of(result) in CORRECT
-            rows[result["task_id"]].append(float(result["figures"]["speedup"]) if correct else None)
+            figures = result["figures"]
+            speedup = 1.0 if suspect and "perf_suspect" in figures else float(figures.get("speedup", 1.0))
+            rows[result["task_id"]].append(speedup if correct else None)
     return rows
 
 
@@ -73,9 +76,10 @@ def best_at_k(rows: Mapping[str, Sequence[float | None]], k: int, bar: float) ->
     }
 
 
-def summarize(results: list[ItemResult], bar: float, ks: list[int]) -> Summary:
+def summarize(results: list[ItemResult], bar: float, ks: list[int], max_speedup: float | None = None) -> Summary:
+    """PIE's metrics; a speedup above ``max_speedup`` (None: every speedup counts) as 1.0x."""
     lines, metrics = [], {}
-    rows = candidate_speedups(results)
+    rows = candidate_speedups(results, suspect=max_speedup is not None)
     for k in ks:
         best = metrics[f"best@{k}"] = best_at_k(rows, k, bar)
         if best["rows"]:
@@ -101,6 +105,10 @@ def summarize(results: list[ItemResult], bar: float, ks: list[int]) -> Summary:
             f"{examples(left_out)}"
         )
     figures = [result["figures"] for result in results]
+    suspects = [f"{r['task_id']}[{r['sample']}]" for r in results if "perf_suspect" in r["figures"]]
+    if suspects:
+        how = "counted as 1.0x (--codebench-accept-suspect counts them)" if max_speedup else "counted"
+        lines.append(f"suspect speedups: {len(suspects)}, above --codebench-max-speedup, {how}: {examples(suspects)}")
     lines += _measurement_lines(figures) + describe_trials(figures)
     first = metrics[f"best@{ks[0]}"]
     score = first["optimized_at_bar"] if first["rows"] else None

@@ -123,3 +123,11 @@ def speed_verdict(figures: Mapping[str, Any], bar: float) -> tuple[Outcome, str]
             else "; net of start-up: not meaningful (a net time at or below the noise floor)"
         )
     return (Outcome.PASSED if passed else Outcome.NOT_FASTER), reason
+
+
+def suspicion(figures: Mapping[str, Any], max_speedup: float) -> str | None:
+    """Why a measured speedup is not to be believed (ComputeEval's bound); None when it is."""
+    speedup = float(figures["speedup"])
+    if speedup <= max_speedup:
+        return None
+    return f"speedup {speedup:.3g}x is above --codebench-max-speedup {max_speedup:g}x ({figures['metric']})"

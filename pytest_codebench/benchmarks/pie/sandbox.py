@@ -11,7 +11,9 @@ wrote to /tmp or $HOME. The harness reads the expected outputs from the dataset 
 keeps the programs it runs in memory between runs.
 
 Under an instruction counter, the counter writes its count to the runner's output, which the
-program can add lines to but never take one from: a count line too many is tampering.
+program can add lines to but never take one from: a count line too many is tampering (see
+``count_of``). The counter follows the program's children (perf does; callgrind with
+``--trace-children``), so work handed to a child or to an ``exec`` is counted or refused.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ STDOUT, STDERR = ".stdout", ".stderr"
 # and the program's own stderr to a file (read back for the logs).
 COUNTERS = {
     "perf": "perf stat -x, -e instructions:u --log-fd 3 -- ",
-    "callgrind": "valgrind --tool=callgrind --callgrind-out-file=/dev/null --log-fd=3 ",
+    "callgrind": "valgrind --tool=callgrind --callgrind-out-file=/dev/null --trace-children=yes --log-fd=3 ",
 }
 # A counted run is this many times slower than a plain one (callgrind's worst case).
 COUNTED_SLOWDOWN = 100
@@ -218,16 +220,29 @@ class Sandbox:
 
 
 def count_of(log: str, counter: str) -> int | None:
-    """The one count ``counter`` wrote to ``log``; None where there is none, or more than one
-    (a program can add lines to the counter's output, never remove one: it tried to forge)."""
+    """The count ``counter`` wrote to ``log`` for a program and every process it started; None
+    where it cannot be taken: a program can add lines to the counter's output, never remove one.
+
+    perf counts children itself and writes one line: a second is forged. Callgrind writes one
+    count per process, each line led by that process's id; the first line is the program's
+    own, written before the program runs. Every process's count adds (a forged one can only add),
+    but a process with two counts forged one, and one with two headers ran ``exec``, which
+    throws away the count of what it ran before: neither can be taken."""
     if counter == "perf":
         counts = re.findall(r"^(\d+),,instructions", log, re.MULTILINE)
-    else:
-        # valgrind's first line is its own, before the program runs: its process id is the
-        # program's (children it forks count apart, with their own ids).
-        first = re.match(r"==(\d+)==", log)
-        counts = re.findall(rf"^=={first.group(1)}== Collected : (\d+)", log, re.MULTILINE) if first else []
-    return int(counts[0]) if len(counts) == 1 else None
+        return int(counts[0]) if len(counts) == 1 else None
+    first = re.match(r"==(\d+)==", log)
+    if first is None:
+        return None
+    collected: dict[str, list[int]] = {}
+    for pid, count in re.findall(r"^==(\d+)== Collected : (\d+)$", log, re.MULTILINE):
+        collected.setdefault(pid, []).append(int(count))
+    headers = re.findall(r"^==(\d+)== Command: ", log, re.MULTILINE)
+    if len(collected.get(first.group(1), [])) != 1 or any(len(counts) > 1 for counts in collected.values()):
+        return None
+    if len(headers) != len(set(headers)):
+        return None
+    return sum(counts[0] for counts in collected.values())
 
 
 def read(path: Path, limit: int) -> bytes:
