@@ -39,6 +39,7 @@ from ..workspace import UnsafePath, guarded_paths, normalise, write_file
 from . import (
     computeeval_bench,
     computeeval_guard,
+    computeeval_link,
     computeeval_perf,
     computeeval_profilers,
     computeeval_releases,
@@ -196,8 +197,8 @@ class ComputeEval(Benchmark):
         return shadowed_header(paths, self._system_headers, problem)
 
     def _build_and_test(self, grading: Grading, built: Path | None = None) -> Verdict:
-        """Build, then test where a GPU allows; the built workspace is kept at ``built`` (for
-        timing: before the test could leave anything in it)."""
+        """Build, check the link (computeeval_link), then test where a GPU allows; the built
+        workspace is kept at ``built`` (for timing: before the test could leave anything in it)."""
         record = grading.case.record
         timeout = timeout_of(record)
         wait = grading.case.timeout or timeout
@@ -207,6 +208,9 @@ class ComputeEval(Benchmark):
                 failed = grading.step(Step("build", build, Outcome.BUILD_ERROR, Outcome.BUILD_TIMEOUT), timeout=timeout)
             if failed is not None:
                 return failed
+        linked = computeeval_link.check(self.context, grading.runner, grading.workspace)
+        if linked is not None:
+            return grading.verdict(Outcome.TEST_FAILED, linked)
         if built is not None:
             computeeval_bench.copy_tree(grading.workspace, built)
         probe: GpuProbe = self.machine(grading.runner)["gpu"]

@@ -32,6 +32,8 @@ SKIP_EXIT_CODE = 200
 ERROR_LINE = re.compile(r"\berror\b|\bfailed\b|\bfail\b|\bmismatch\b|assert", re.IGNORECASE)
 # What the reason of a reference check starts with: the summary counts items by it.
 CANNOT_GRADE = "this machine cannot grade"
+# What the reason of a verdict on a solution that acted inside the judge starts with.
+TAMPERED = "tampered"
 # How a test said it could not judge, kept in a verdict's figures under SKIP_KIND: a skip is
 # honoured only when the problem's reference skips the same way here.
 SKIP_KIND = "skip"
