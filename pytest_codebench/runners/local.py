@@ -188,7 +188,11 @@ class LocalRunner(Runner):
             mounts = plan.mounts(cwd, toolchain.prefix if toolchain else None, shared)
             argv = plan.argv(command, cwd, write, mounts)
             argv[1:1] = [*bwrap.network_args(bool(how.get("network"))), *bwrap.gpu_args(gpu)]
-            result = self._execute(_Launch(argv, cwd, environment, how.get("stdin"), (write,)), timeout)
+            argv, options = bwrap.options_through_fd(argv)
+            try:
+                result = self._execute(_Launch(argv, cwd, environment, how.get("stdin"), (write, options)), timeout)
+            finally:
+                os.close(options)
             os.close(write)
             write = -1
             return self._result(command, result, read, plan.clocked, sandboxed=True)

@@ -254,6 +254,22 @@ def plan(settings: Settings, bwrap: str, run_dir: Path | None = None) -> Plan:
     )
 
 
+def options_through_fd(argv: list[str]) -> tuple[list[str], int]:
+    """``argv`` with bwrap's options (every argument before the command) moved to a memory file
+    read through ``--args FD``, and that descriptor (the caller passes it on, then closes it).
+    bwrap's argv is what pid 1 of the sandbox shows in /proc/1/cmdline: the host paths of the
+    run folder, the cache and the masks would be there for any command to read."""
+    end = argv.index("--")
+    fd = os.memfd_create("bwrap-args")
+    try:
+        os.write(fd, b"".join(os.fsencode(arg) + b"\0" for arg in argv[1:end]))
+        os.lseek(fd, 0, os.SEEK_SET)
+    except OSError:
+        os.close(fd)
+        raise
+    return [argv[0], "--args", str(fd), *argv[end:]], fd
+
+
 def network_args(network: bool) -> list[str]:
     return [] if network else ["--unshare-net"]
 
@@ -311,12 +327,15 @@ def probe(sandbox_plan: Plan) -> str | None:
             hand_over(folder, sandbox_plan.user)
         argv = sandbox_plan.argv("true", folder, write, sandbox_plan.mounts(folder, None, {}))
         argv[1:1] = network_args(False)
+        argv, options = options_through_fd(argv)
         try:
             result = subprocess.run(
-                argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=60, pass_fds=(write,), cwd=folder
+                argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=60, pass_fds=(write, options), cwd=folder
             )
         except (OSError, subprocess.TimeoutExpired) as exc:
             return f"{argv[0]} could not run: {exc}"
+        finally:
+            os.close(options)
         os.close(write)
         write = -1
         if result.returncode != 0:
