@@ -55,8 +55,10 @@ def tool_folders(home_folders: list[str]) -> list[str]:
     # (~/.cargo/credentials.toml), its configuration or its caches.
     managers = [str(Path(entry).parent) for entry in path if Path(entry).name in ("bin", "shims")]
     for manager in (folder for folder in managers if folder.count("/") > 1):
-        private = in_home(os.path.realpath(manager), home_folders)
-        path += [os.path.join(manager, part) for part in MANAGER_PARTS] if private else [manager]
+        real = os.path.realpath(manager)
+        if real in home_folders or os.path.dirname(real) == "/home":
+            continue  # ~/bin on PATH: a home is no tool manager's folder
+        path += [os.path.join(manager, part) for part in MANAGER_PARTS] if in_home(real, home_folders) else [manager]
     cuda = [os.environ[name] for name in CUDA_VARS if os.environ.get(name, "").startswith("/")]
     return [*python, *path, *cuda]
 
