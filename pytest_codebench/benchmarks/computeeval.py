@@ -31,7 +31,7 @@ from ..once import SlotPool
 from ..options import BUILD_JOBS, CACHE_DIR, KEEP_WORKSPACES, K, Option, bool_option
 from ..records import sha256_file
 from ..reporting import ItemResult, Summary
-from ..runners import Gpu, GpuProbe, Runner, RunResult
+from ..runners import Gpu, GpuProbe, Runner
 from ..sourcecode import missing_references
 from ..speedup import describe_trials
 from ..verdict import Outcome, Status, Verdict
@@ -221,26 +221,9 @@ class ComputeEval(Benchmark):
                 Outcome.SKIPPED, f"no usable CUDA GPU; {done} ({probe.get('error') or 'none found'})", excused=True
             )
         with self._gpu(gpus, wait) as gpu:
-            result, proof = self._test(grading, record["test_command"], timeout=timeout, gpu=gpu)
+            result, proof = computeeval_guard.run_test(grading, record["test_command"], timeout=timeout, gpu=gpu)
         judged = judge_test(result, bool(gpus), timeout, proof)
         return grading.conclude(judged)
-
-    def _test(
-        self, grading: Grading, command: str, *, timeout: float, gpu: str | None
-    ) -> tuple[RunResult, list[computeeval_guard.GuardRecord] | None]:
-        """The test command under the main guard, and what the guard recorded (None for Python
-        problems: their tests run in the interpreter, which the guard does not vouch for)."""
-        if grading.case.record.get("type") == "cuda_python":
-            return grading.run("test", command, timeout=timeout, gpu=gpu), None
-        guard = computeeval_guard.build(self.context, grading.runner)
-        guarded = computeeval_guard.wrap(command, guard, grading.workspace)
-        raw = grading.runner.run(
-            guarded.command, cwd=grading.workspace, timeout=timeout, gpu=gpu, env=guarded.env, shared=guarded.shared
-        )
-        records, result = computeeval_guard.read_records(raw, guarded, command)
-        grading.log("test", result)
-        grading.figures["test_seconds"] = round(result.seconds, 3)
-        return result, records
 
     def _against_the_reference(self, grading: Grading, verdict: Verdict) -> Verdict:
         """A failure or a skip, weighed against the problem's own reference on this machine.

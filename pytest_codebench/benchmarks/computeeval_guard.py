@@ -15,12 +15,17 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import os
 import re
 import secrets
+import shlex
 from pathlib import Path
 
 from ..context import RunContext
+from ..grading import Grading
+from ..options import CACHE_DIR
 from ..runners import Runner, RunResult
+from ..workspace import normalise
 from .computeeval_preload import PreloadLibrary, Recipe, build_cached, checked, hand_nonce
 
 SOURCE = Path(__file__).parent / "guard" / "main_guard.c"
@@ -28,6 +33,8 @@ LIBRARY = "main_guard.so"
 ONCE_KEY = "computeeval-guard"
 NONCE_VAR = "CODEBENCH_GUARD_NONCE"
 ROOT_VAR = "CODEBENCH_GUARD_ROOT"
+SOLUTION_VAR = "CODEBENCH_GUARD_SOLUTION"
+PYRUNNER = Path(__file__).with_name("computeeval_pyrunner.py")
 BUILD_TIMEOUT = 120
 # The compilers tried, in order, where the commands run (nvcc needs one of them as its host compiler).
 _BUILD = r"""
@@ -76,6 +83,21 @@ def build(context: RunContext, runner: Runner) -> PreloadLibrary:
     return built
 
 
+def python_runner(context: RunContext) -> Path:
+    """computeeval_pyrunner, copied read-only under the cache directory (content-addressed:
+    its bytes are checked at each use), where the commands of a Python test can run it."""
+    source = PYRUNNER.read_bytes()
+    folder = Path(context.settings[CACHE_DIR]) / "computeeval" / "pyrunner" / hashlib.sha256(source).hexdigest()[:24]
+    runner = folder / PYRUNNER.name
+    if not runner.is_file() or runner.is_symlink() or runner.read_bytes() != source:
+        folder.mkdir(parents=True, exist_ok=True)
+        partial = folder / f"{PYRUNNER.name}.{os.getpid()}.tmp"
+        partial.write_bytes(source)
+        partial.chmod(0o444)
+        os.replace(partial, runner)
+    return runner
+
+
 @dataclasses.dataclass(frozen=True)
 class GuardedCommand:
     """A test command wrapped to run under the guard, with what reading its output needs."""
@@ -86,18 +108,31 @@ class GuardedCommand:
     nonce: str
 
 
-def wrap(command: str, guard: PreloadLibrary, workspace: Path) -> GuardedCommand:
+def wrap(command: str, guard: PreloadLibrary, workspace: Path, python: PythonTest | None = None) -> GuardedCommand:
     """``command`` run with the guard preloaded, its nonce handed over as
-    :func:`computeeval_preload.hand_nonce` does (through a file of the workspace)."""
+    :func:`computeeval_preload.hand_nonce` does (through a file of the workspace). For a
+    ``python`` test, ``python``/``python3`` in the command run the script under
+    computeeval_pyrunner (shell functions: ``PYTHONPATH=. python test.py`` keeps its
+    assignment), which writes the records in the interpreter's place."""
     library = checked(guard, "main guard")
     name = f".codebench-guard-{secrets.token_hex(8)}"
     nonce, prologue = hand_nonce(workspace / name, name, (NONCE_VAR, ROOT_VAR))
-    return GuardedCommand(
-        command=prologue + command,
-        env={"LD_PRELOAD": str(library)},
-        shared={library.parent: False},
-        nonce=nonce,
-    )
+    env, shared = {"LD_PRELOAD": str(library)}, {library.parent: False}
+    if python is not None:
+        runner = shlex.quote(str(python.runner))
+        prologue += "".join(f'{tool}() {{ command {tool} -S {runner} "$@"; }}\n' for tool in ("python", "python3"))
+        env[SOLUTION_VAR] = "\n".join(python.solution)
+        shared[python.runner.parent] = False
+    return GuardedCommand(command=prologue + command, env=env, shared=shared, nonce=nonce)
+
+
+@dataclasses.dataclass(frozen=True)
+class PythonTest:
+    """What guarding a Python test needs: the runner script and the solution's file paths
+    (relative to the workspace)."""
+
+    runner: Path
+    solution: list[str]
 
 
 def read_records(result: RunResult, guarded: GuardedCommand, command: str) -> tuple[list[GuardRecord], RunResult]:
@@ -119,3 +154,20 @@ def read_records(result: RunResult, guarded: GuardedCommand, command: str) -> tu
         records.append(GuardRecord(int(match.group(1)), match.group(2), int(match.group(3)), at))
     kept.append(text[done:])
     return records, dataclasses.replace(result, command=command, output="".join(kept))
+
+
+def run_test(grading: Grading, command: str, *, timeout: float, gpu: str | None) -> tuple[RunResult, list[GuardRecord]]:
+    """The test command under the main guard (a Python test's script under its runner), and
+    what the guard recorded; the result is logged as the "test" phase."""
+    python = None
+    if grading.case.record.get("type") == "cuda_python":
+        files = [str(normalise(f["path"])) for f in (grading.case.solution or {}).get("files", [])]
+        python = PythonTest(python_runner(grading.context), files)
+    guarded = wrap(command, build(grading.context, grading.runner), grading.workspace, python)
+    raw = grading.runner.run(
+        guarded.command, cwd=grading.workspace, timeout=timeout, gpu=gpu, env=guarded.env, shared=guarded.shared
+    )
+    records, result = read_records(raw, guarded, command)
+    grading.log("test", result)
+    grading.figures["test_seconds"] = round(result.seconds, 3)
+    return result, records

@@ -9,7 +9,8 @@
  *
  * It wraps __libc_start_main, which glibc calls before the program's own constructors (its
  * init_array runs inside __libc_start_main), and only for programs inside the workspace (the
- * shell, make or python around the test are left alone). For such a program it:
+ * shell, make or python around the test only have the nonce wiped from what their
+ * /proc/<pid>/environ shows, see hide_nonce). For such a program it:
  *   1. reads the run's nonce from CODEBENCH_GUARD_NONCE and wipes it from the environment
  *      memory (also what /proc/self/environ shows) before any code of the program runs;
  *   2. stops a program with a preinit array (code that ran before it) with status 125;
@@ -75,6 +76,21 @@ static void take_nonce(char **envp) {
     for (int i = 0; i < count; ++i) memset(found[i], 0, strlen(found[i]));
 }
 
+/* A program outside the workspace (the shell, make, python around the test) passes the nonce
+ * on to the programs it starts, but another process must not read it from this one's
+ * /proc/<pid>/environ, which shows the bytes the environment had at exec: the variable moves
+ * to the heap and those bytes are wiped. */
+static void hide_nonce(char **envp) {
+    size_t prefix = strlen(NONCE_VAR "=");
+    for (char **entry = envp; entry && *entry; ++entry) {
+        if (strncmp(*entry, NONCE_VAR "=", prefix) != 0) continue;
+        char *copy = strdup(*entry);
+        if (copy == NULL) continue;
+        memset(*entry, 0, strlen(*entry));
+        *entry = copy;
+    }
+}
+
 /* Whether the main program has code that ran before this library could look (DT_PREINIT_ARRAY). */
 static int main_program_preinit(struct dl_phdr_info *info, size_t size, void *found) {
     (void)size;
@@ -104,6 +120,7 @@ int __libc_start_main(main_fn main, int argc, char **argv, void (*init)(void), v
     char **envp = argv + argc + 1;
     const char *root = getenv(ROOT_VAR);
     if (root == NULL || !in_workspace(root)) {
+        hide_nonce(envp);
         return real_start(main, argc, argv, init, fini, rtld_fini, stack_end);
     }
     take_nonce(envp);
