@@ -1,5 +1,6 @@
 """TensorBench's decision rules on made-up inputs: what a suite's JUnit XML and exit code mean,
-what the base commit's failures and vacuous tests add, and which compiler cache is used."""
+what the base commit's failures, vacuous tests and the canary tests add, and which compiler
+cache is used."""
 
 from __future__ import annotations
 
@@ -9,7 +10,14 @@ from pathlib import Path
 import pytest
 
 from pytest_codebench.benchmarks.tensorbench.cache import STATE, choose, parse_probe, statistics
-from pytest_codebench.benchmarks.tensorbench.rules import SHOWN_FAILURES, known_failures, suite_verdict, with_vacuous
+from pytest_codebench.benchmarks.tensorbench.canary import Wrong
+from pytest_codebench.benchmarks.tensorbench.rules import (
+    SHOWN_FAILURES,
+    known_failures,
+    suite_verdict,
+    with_canaries,
+    with_vacuous,
+)
 from pytest_codebench.errors import HarnessError
 from pytest_codebench.junit import SuiteReport
 from pytest_codebench.runners import RunResult
@@ -97,6 +105,24 @@ def test_tests_that_assert_nothing_are_listed_or_fail_a_pass() -> None:
     assert with_vacuous(passed, ["t.py::test_runs"], fail=True).outcome is Outcome.VACUOUS_TESTS
     assert with_vacuous(passed, [], fail=True) == passed
     assert with_vacuous(failure("t.py::a"), ["t.py::test_runs"], fail=True) == failure("t.py::a")
+
+
+def test_a_wrong_canary_is_tampering_where_it_hides_a_failure_or_the_suite_would_pass() -> None:
+    passed = Verdict(Outcome.PASSED, "6 tests passed (0 skipped)")
+    hidden = Wrong("tests/test_a_b.py::test_c", "failed", "passed")
+    missing = Wrong("tests/test_a_b.py::test_d", "passed", "not run")
+    assert with_canaries(passed, []) == passed
+    for wrong in ([hidden], [missing], [missing, hidden]):
+        verdict = with_canaries(passed, wrong)
+        assert verdict.outcome is Outcome.TAMPERED
+        assert verdict.reason.startswith("the suite's own code changed how its tests are run or reported")
+        assert str(verdict.figures["canaries"]).splitlines() == [str(canary) for canary in wrong]
+    # A failing suite that hid a canary's failure tampered; one whose collection error kept
+    # the canaries from running failed, and says so.
+    assert with_canaries(failure("t.py::a"), [hidden]).outcome is Outcome.TAMPERED
+    stopped = with_canaries(failure("t.py::a"), [missing])
+    assert stopped.outcome is Outcome.TEST_FAILED
+    assert stopped.reason == "2 of 5 tests failed; canary tests: tests/test_a_b.py::test_d must be passed, was not run"
 
 
 def test_the_compiler_cache_is_ccache_else_sccache_else_none() -> None:

@@ -1,19 +1,29 @@
 """pytest-codebench's witness of a graded suite: a standalone pytest plugin (it imports only
-pytest and the standard library), copied outside the work tree, put on PYTHONPATH and loaded
-with ``-p codebench_witness``, so that the outcome of each test comes from the harness's own
-code, not from the JUnit XML of a suite whose conftest or plugins the patch may have changed.
+pytest and the standard library). The harness writes a copy per command under a random module
+name, with that command's settings (:data:`_SETTINGS`), in a folder outside the work tree, puts
+the folder on PYTHONPATH and loads it with ``-p NAME``: a file of the tree cannot take its
+place (``python -m pytest`` puts the tree first on sys.path), and the outcome of each test
+comes from the harness's own code, not from the JUnit XML of a suite whose conftest or plugins
+the patch may have changed.
 
 It appends one JSON line per event to the file that ``CODEBENCH_WITNESS`` names (read once,
 then removed from the environment, so a pytest the tests start does not write there):
 
+- ``{"witness": nonce, "module": name}`` first: which copy wrote the record;
 - ``{"id", "when", "outcome"}`` for each test phase and collection error. Its report is taken
   twice: as pytest's own runner made it (the innermost wrapper of ``pytest_runtest_makereport``)
-  and as logged (first in ``pytest_runtest_logreport``); a failure that a wrapper turned into
+  and as logged (a wrapper of ``pytest_runtest_logreport``); a failure that a wrapper turned into
   anything but an expected failure stays a failure;
 - ``{"deselected": [ids]}``;
 - ``{"hooks": ["file:hook", ...]}``: the hook functions defined in files under the rootdir,
   after collection and at the end;
 - ``{"finished": exit status}`` at the end of the session.
+
+Canary tests: the harness wrote a test module of its own into the tree (``canaries``: its path
+under the rootdir, the functions that must fail and those that must pass). It is added to what
+the command collects, whatever its arguments; a canary that the command's ``-k``/``-m`` or a
+hook left out is put back, at a place among the tests drawn from ``seed``; a canary's expected
+failure neither counts in the exit status nor stops a ``-x`` run.
 """
 
 from __future__ import annotations
@@ -21,14 +31,17 @@ from __future__ import annotations
 import inspect
 import json
 import os
+import random
 from typing import Any
 
 import pytest
 
+_SETTINGS: dict[str, Any] = {}  # replaced by the harness's settings for the command
 _ENV = "CODEBENCH_WITNESS"
 _path = os.environ.pop(_ENV, "")
 _out: Any = None
 _raw: dict[tuple[str, str], str] = {}
+_session: Any = None
 
 
 def _write(record: dict[str, Any]) -> None:
@@ -56,6 +69,16 @@ def _tree_hooks(config: Any) -> list[str]:
     return sorted(found)
 
 
+def _canary_file(config: Any) -> str | None:
+    canaries = _SETTINGS.get("canaries")
+    return str(config.rootpath / canaries["path"]) if canaries else None
+
+
+def _must_fail(nodeid: str) -> bool:
+    canaries = _SETTINGS.get("canaries") or {"path": "", "fail": []}
+    return nodeid in {f"{canaries['path']}::{name}" for name in canaries["fail"]}
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: Any) -> None:
     global _out
@@ -63,6 +86,35 @@ def pytest_configure(config: Any) -> None:
         return  # an xdist worker: the controller logs its reports
     flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
     _out = os.fdopen(os.open(_path, flags, 0o644), "w", encoding="utf-8")
+    _write({"witness": _SETTINGS.get("nonce"), "module": __name__})
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session: Any) -> None:
+    global _session
+    _session = session
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection(session: Any) -> None:
+    file = _canary_file(session.config)
+    if file and file not in session.config.args:
+        session.config.args.append(file)  # pytest collects a path given twice once
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_collection_modifyitems(config: Any, items: list[Any]) -> Any:
+    """Every canary back among the tests after the other hooks (``-k``, ``-m``, the tree's),
+    each at a place drawn from the command's seed: the same in every xdist worker, which must
+    all collect the same list."""
+    file = _canary_file(config)
+    canaries = [item for item in items if file and str(item.path) == file]
+    yield
+    rest = [item for item in items if item not in canaries]
+    draw = random.Random(_SETTINGS.get("seed", 0))
+    for canary in canaries:
+        rest.insert(draw.randint(0, len(rest)), canary)
+    items[:] = rest
 
 
 @pytest.hookimpl(hookwrapper=True, trylast=True)
@@ -73,8 +125,8 @@ def pytest_runtest_makereport(item: Any, call: Any) -> Any:
         _raw[(report.nodeid, report.when)] = report.outcome
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_runtest_logreport(report: Any) -> None:
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_logreport(report: Any) -> Any:
     outcome = report.outcome
     raw = _raw.pop((report.nodeid, report.when), None)
     expected = hasattr(report, "wasxfail")
@@ -83,6 +135,19 @@ def pytest_runtest_logreport(report: Any) -> None:
     elif expected:
         outcome = "xfailed" if outcome == "skipped" else "xpassed"
     _write({"id": report.nodeid, "when": report.when, "outcome": outcome})
+    canary = _session is not None and _must_fail(report.nodeid)
+    counted = _session.testsfailed if canary else 0
+    maxfail = _session.config.option.maxfail if canary else 0
+    if canary:
+        # A canary's expected failure is not the suite's: it neither stops a -x run (pytest
+        # checks maxfail as it counts) nor sets the exit status.
+        _session.config.option.maxfail = 0
+    try:
+        yield
+    finally:
+        if canary:
+            _session.config.option.maxfail = maxfail
+            _session.testsfailed = min(_session.testsfailed, counted)
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -3,16 +3,19 @@ plugins and their entry points, Python's start-up files (``harness_edits``).
 
 Each is named; those that can change how tests are collected or reported fail the item
 unless ``--codebench-allow-harness-edits``. Two sources: the diff itself (what it touches,
-and, for files that hold more than pytest's settings, whether their pytest section changed),
-and the harness's reporting plugin, which lists the hook functions defined in the work tree
-however they were registered: one in a file the patch touched, or one the unpatched tree
-did not have, is an edit of the harness.
+and, for files that hold more than pytest's settings, whether their pytest section changed;
+added code that reaches into pytest's or pluggy's internals, in any file), and the harness's
+reporting plugin, which lists the hook functions defined in the work tree however they were
+registered: one in a file the patch touched, or one the unpatched tree did not have, is an
+edit of the harness. Both are a second line behind the canary tests (``canary``): a static
+look at the diff is defeated by code that spells its names another way.
 """
 
 from __future__ import annotations
 
 import configparser
 import dataclasses
+import functools
 import re
 import tomllib
 from collections.abc import Callable, Iterable, Sequence
@@ -26,9 +29,11 @@ from ...patches import DEV_NULL, Diff, unquote
 from .files import read_text
 
 CONFIG_LIMIT = 1 << 20
-ONLY_PYTEST = ("pytest.ini", ".pytest.ini")  # read by pytest alone: any change is one
 # Files that hold pytest's settings among others, and the section that is pytest's.
 SECTIONS = {"tox.ini": "pytest", "setup.cfg": "tool:pytest", "pyproject.toml": "tool.pytest"}
+# pytest 9's names, for a harness whose pytest is older than the suite's.
+KNOWN_CONFIG = ("pytest.toml", ".pytest.toml", "pytest.ini", ".pytest.ini", *SECTIONS)
+CONFIG_NAME = re.compile(r"\.?[\w-]+\.(ini|toml|cfg)")
 STARTUP = ("sitecustomize.py", "usercustomize.py")
 ENTRY_POINT = re.compile(r"pytest11")
 # In a conftest, what can reach pytest's machinery rather than add a fixture: hooks, plugins,
@@ -38,6 +43,15 @@ CONFTEST_REACH = re.compile(
     r"importlib|exec\(|eval\(|compile\("
 )
 PLUGIN_CODE = re.compile(r"pytest_plugins|def\s+pytest_\w+")
+# In any file: reaching into pytest's or pluggy's internals, assigning pytest's attributes,
+# or planting modules and import hooks (``Function.runtest = ...`` after an import of
+# ``_pytest.python`` made every test pass). Reading ``sys.modules`` is left alone.
+INTERNALS = re.compile(
+    r"\b_pytest\b|\bpluggy\b|setattr\(\s*pytest\b|(^|;)\s*pytest(\.\w+)+\s*=(?!=)|"
+    r"sys\.modules\s*(\[[^\]]*\]\s*=(?!=)|\.(update|setdefault)\b)|sys\.(meta_path|path_hooks)\b|"
+    r"builtins\.__import__|__import__\(\s*[\'\"](_?pytest|pluggy)"
+)
+PROSE = (".md", ".rst", ".txt")  # documentation: never executed, may well name pytest's modules
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,6 +65,23 @@ class HarnessEdit:
 
     def __str__(self) -> str:
         return f"{self.path} ({self.what})"
+
+
+@functools.cache
+def config_names() -> tuple[str, ...]:
+    """The configuration files pytest looks for, read from the installed pytest's own list
+    (a literal in ``locate_config``), with those of pytest 9 in case it is older."""
+    from _pytest.config import findpaths  # noqa: PLC0415 (only where a diff is classified)
+
+    def strings(constants: tuple[object, ...]) -> Iterable[str]:
+        for constant in constants:
+            if isinstance(constant, tuple):
+                yield from strings(constant)
+            elif isinstance(constant, str):
+                yield constant
+
+    found = (name for name in strings(findpaths.locate_config.__code__.co_consts) if CONFIG_NAME.fullmatch(name))
+    return tuple(dict.fromkeys([*found, *KNOWN_CONFIG]))
 
 
 def _changed_lines(text: str) -> dict[str, tuple[list[str], list[str]]]:
@@ -98,7 +129,7 @@ def _classify(
 ) -> HarnessEdit | None:
     name = PurePosixPath(path).name
     added, removed = lines
-    if name in ONLY_PYTEST:
+    if name in config_names() and name not in SECTIONS:  # read by pytest alone: any change is one
         return HarnessEdit(path, "pytest configuration")
     if name in SECTIONS:
         try:
@@ -115,6 +146,8 @@ def _classify(
         return HarnessEdit(path, "pytest plugin entry point")
     if name.endswith(".py") and any(PLUGIN_CODE.search(line) for line in added):
         return HarnessEdit(path, "pytest hooks or plugins")
+    if not name.endswith(PROSE) and any(INTERNALS.search(line) for line in added):
+        return HarnessEdit(path, "reaches into pytest's internals")
     return None
 
 

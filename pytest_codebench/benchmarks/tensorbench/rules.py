@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from ... import junit
 from ...runners import RunResult
 from ...verdict import Outcome, Verdict
+from .canary import Wrong
 from .edits import HarnessEdit
 
 SHOWN_FAILURES = 20  # failing test ids named in a reason; the figure lists them all
@@ -100,3 +101,21 @@ def with_harness_edits(verdict: Verdict, edits: Sequence[HarnessEdit], allow: bo
         f"(--codebench-allow-harness-edits grades it anyway)"
     )
     return dataclasses.replace(verdict, outcome=Outcome.TEST_FAILED, reason=why, figures=figures)
+
+
+def with_canaries(verdict: Verdict, wrong: Sequence[Wrong]) -> Verdict:
+    """The harness's canary tests against the suite's verdict (``wrong``: those reported
+    otherwise than they must be). A failing canary reported as passing is tampering whatever
+    the verdict: something makes failures look like passes. Any other wrong canary (missing,
+    or a passing one reported failed) is tampering where the suite would pass; where it
+    failed anyway (a collection error stops the session before the canaries run, a broken
+    conftest fixture fails them) the failure stands and names them."""
+    if not wrong:
+        return verdict
+    hidden = [canary for canary in wrong if canary.want == "failed" and canary.got in ("passed", "xpassed")]
+    shown = "; ".join(str(canary) for canary in wrong[:SHOWN_FAILURES])
+    figures = {**verdict.figures, "canaries": "\n".join(str(canary) for canary in wrong)}
+    if hidden or verdict.outcome is Outcome.PASSED:
+        why = f"the suite's own code changed how its tests are run or reported: the harness's canary tests: {shown}"
+        return dataclasses.replace(verdict, outcome=Outcome.TAMPERED, reason=why, figures=figures)
+    return dataclasses.replace(verdict, reason=f"{verdict.reason}; canary tests: {shown}", figures=figures)

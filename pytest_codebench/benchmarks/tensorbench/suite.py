@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import secrets
 import shlex
 import time
 from pathlib import Path
@@ -19,10 +20,10 @@ from ...errors import HarnessError
 from ...grading import Grading, Step
 from ...runners import RunHow, RunResult, Toolchain
 from ...verdict import Outcome, Verdict
-from . import witness
+from . import canary, witness
 from .cache import STATE, CompilerCache, statistics
 from .files import fresh_folder, write_new
-from .rules import suite_verdict
+from .rules import suite_verdict, with_canaries
 
 TESTBED = "testbed"  # the work tree, in the item's workspace (the official image's /testbed)
 REPORTS = f"{STATE}/report"  # the suite's JUnit XML and the witness's record: outside the tree, made anew per command
@@ -56,7 +57,8 @@ LINK_ENV = """{python} -c 'import sysconfig; print(sysconfig.get_path("purelib")
 # rootdir is the work tree, whose own pytest configuration applies; STOP_INI ends pytest's
 # search for one at the workspace, so none of the folders above it (the caller's checkout,
 # with its addopts) is ever read. The harness's own reporting plugin (the witness) is loaded
-# from $codebench_witness, a folder of the harness's outside the workspace, set just before.
+# as $codebench_plugin (a name drawn per command) from $codebench_witness, a folder of the
+# harness's outside the workspace, both set just before.
 PREAMBLE = f"""\
 # pytest-codebench: sourced before each command of this workspace.
 mkdir -p .tmp {STATE}
@@ -64,7 +66,7 @@ export TMPDIR="$PWD/.tmp" CODEBENCH_TESTBED="$PWD/{TESTBED}" PIP_NO_INPUT=1 PYTH
 export PATH="$PWD/.venv/bin:$PATH"
 export PYTHONPATH="$codebench_witness${{PYTHONPATH:+:$PYTHONPATH}}" {witness.ENV}="$PWD/{REPORTS}/witness.jsonl"
 export PYTEST_ADDOPTS="--junitxml=$PWD/{REPORTS}/junit.xml -o junit_family=xunit1 -p no:cacheprovider \
---rootdir=$PWD/{TESTBED} -p {witness.MODULE}"
+--rootdir=$PWD/{TESTBED} -p $codebench_plugin"
 """
 STOP_INI = "pytest.ini"  # in the workspace, the work tree's parent
 STOP_INI_TEXT = """\
@@ -110,12 +112,19 @@ class TreeRun:
     cache: CompilerCache | None
     writable: bool = False
     deadline: float = dataclasses.field(default=0.0, init=False)  # of the task's test_timeout
-    #: What the harness's reporting plugin saw of the test step (None: nothing).
+    #: What the harness's reporting plugin saw of the test step, canaries left out (None: nothing).
     witnessed: witness.Witnessed | None = dataclasses.field(default=None, init=False)
+    #: The canary tests written into the tree for the test step, and the plugin's last copy.
+    canaries: canary.Canaries | None = dataclasses.field(default=None, init=False)
+    installed: witness.Installed | None = dataclasses.field(default=None, init=False)
+    plugins: str = dataclasses.field(default_factory=lambda: secrets.token_hex(8), init=False)
 
     @property
     def plugin(self) -> Path:
-        return witness.install(self.grading.context.run_dir / "witness")
+        """This run's folder of the plugin's copies, one per command."""
+        folder = self.grading.context.run_dir / "witness" / self.plugins
+        folder.mkdir(parents=True, exist_ok=True)
+        return folder
 
     @property
     def shared(self) -> dict[Path, bool]:
@@ -163,9 +172,9 @@ class TreeRun:
         raise AssertionError("the steps end with the test step")
 
     def _judge(self, result: RunResult) -> Verdict:
-        """The test step's verdict, from the witness's record (the JUnit XML adds failures)."""
-        back = witness.read(self.grading.workspace, REPORTS)
-        self.witnessed = back.witnessed
+        """The test step's verdict, from the witness's record (the JUnit XML adds failures),
+        checked against the canary tests."""
+        back = self._read_back()
         code = result.exit_code
         if back.refused:
             why = f"the suite's reports could not be read back: {'; '.join(back.refused)}"
@@ -175,13 +184,31 @@ class TreeRun:
                 return suite_verdict(result, None)
             why = (
                 f"the harness's reporting plugin recorded nothing, yet JUnit XML was written (exit {code}): "
-                "the plugin was kept out (-p no:...?) and the JUnit XML alone is not trusted"
+                "the plugin was kept out or replaced, and the JUnit XML alone is not trusted"
             )
-            return Verdict.of_run(Outcome.ERROR, why, result)
+            return Verdict.of_run(Outcome.TAMPERED, why, result)
+        if self.installed is None or not self.installed.wrote(back.witnessed):
+            writers = ", ".join(module for _, module in back.witnessed.writers) or "nothing said"
+            why = f"the suite's record was not written by the harness's reporting plugin ({writers}): it was replaced"
+            return Verdict.of_run(Outcome.TAMPERED, why, result)
+        self.witnessed = back.witnessed.without(self.canaries.ids() if self.canaries else set())
         if back.witnessed.finished is None:
             why = f"the suite stopped before its end (exit {code}): the harness's reporting plugin never saw it finish"
             return Verdict.of_run(Outcome.ERROR, why, result)
-        return suite_verdict(result, back.witnessed.report(back.suite))
+        wrong = self.canaries.check(back.witnessed.outcomes) if self.canaries else []
+        return with_canaries(suite_verdict(result, self.witnessed.report(back.suite)), wrong)
+
+    def _read_back(self) -> witness.ReadBack:
+        """The test command's record and JUnit XML, the canary tests left out of the JUnit XML
+        (the record keeps them until checked)."""
+        back = witness.read(self.grading.workspace, REPORTS)
+        if back.suite is None or self.canaries is None:
+            return back
+        ids = self.canaries.ids()
+        suite = back.suite
+        failed = [test for test in suite.failed if test not in ids]
+        kept = dataclasses.replace(suite, tests=suite.tests - len(suite.failed) + len(failed), failed=failed)
+        return dataclasses.replace(back, suite=kept)
 
     def execute(self, phase: str, command: str) -> RunResult:
         """One command in the work tree, after the preamble (and the compiler cache's lines)."""
@@ -190,7 +217,11 @@ class TreeRun:
         # at these names (a link to a host file, say) is removed, never written through.
         fresh_folder(workspace, REPORTS)
         write_new(workspace, STOP_INI, STOP_INI_TEXT.encode())
-        where = f"codebench_witness={shlex.quote(str(self.plugin))}\n"
+        if phase in ("test", "rerun") and self.canaries is None:
+            # After the build: no code of the patch ran while the canaries were in the tree.
+            self.canaries = canary.plant(workspace, TESTBED)
+        self.installed = witness.install(self.plugin, self.canaries.settings() if self.canaries else {})
+        where = f"codebench_witness={shlex.quote(str(self.plugin))} codebench_plugin={self.installed.module}\n"
         env = where + PREAMBLE + (self.cache.shell(self.writable) if self.cache else "")
         write_new(workspace, f"{STATE}/env.sh", env.encode())
         line = f". ./{STATE}/env.sh && cd {TESTBED} && {OFFICIAL_TESTBED.sub('${CODEBENCH_TESTBED}', command)}"
@@ -210,10 +241,11 @@ class TreeRun:
         flaky: set[str] = set()
         for _ in range(reruns):
             result = self.execute("rerun", SUITE + " " + " ".join(shlex.quote(test) for test in failed))
-            back = witness.read(self.grading.workspace, REPORTS)
-            report = (
-                back.witnessed.report(back.suite) if back.witnessed and back.witnessed.finished is not None else None
-            )
+            back = self._read_back()
+            seen = back.witnessed
+            ours = seen is not None and self.installed is not None and self.installed.wrote(seen)
+            canaries = self.canaries.ids() if self.canaries else set()
+            report = seen.without(canaries).report(back.suite) if seen and ours and seen.finished is not None else None
             if result.timed_out or report is None or report.tests != len(failed):
                 break  # the rerun could not select exactly those tests: it says nothing
             flaky |= set(failed) - set(report.failed)

@@ -1,5 +1,6 @@
 """What the harness's own reporting plugin (:mod:`.codebench_witness`) saw of a suite, read
-back from the workspace, and the suite report the verdict is drawn from.
+back from the workspace, and the suite report the verdict is drawn from; the plugin's copy for
+one command, under a name of its own, with that command's nonce and canary tests.
 
 The plugin's record is the source of each test's outcome; the suite's JUnit XML (written
 outside the work tree) only adds failures the record lacks. Without the record the JUnit
@@ -11,14 +12,16 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import secrets
 import shutil
 from pathlib import Path
+from typing import Any
 
 from ... import junit
 from .files import Unreadable, read_back, write_new
 
-MODULE = "codebench_witness"  # loaded with -p
-SOURCE = Path(__file__).with_name(f"{MODULE}.py")
+SOURCE = Path(__file__).with_name("codebench_witness.py")
+SETTINGS = "_SETTINGS: dict[str, Any] = {}  # replaced by the harness's settings for the command"
 ENV = "CODEBENCH_WITNESS"  # the file it appends to
 RECORD_LIMIT = 32 << 20
 JUNIT_LIMIT = 64 << 20
@@ -29,13 +32,20 @@ SEVERITY = ("failed", "xfailed", "skipped", "xpassed", "passed")  # per id, the 
 @dataclasses.dataclass(frozen=True)
 class Witnessed:
     """Per test id its outcome (one of :data:`SEVERITY`), the hook functions defined in the
-    work tree (``file:hook``), the ids deselected, and the exit status (None: the session
-    never reached its end)."""
+    work tree (``file:hook``), the ids deselected, the exit status (None: the session never
+    reached its end), and who wrote the record: each session's (nonce, module name)."""
 
     outcomes: dict[str, str]
     hooks: tuple[str, ...] = ()
     deselected: tuple[str, ...] = ()
     finished: int | None = None
+    writers: tuple[tuple[str, str], ...] = ()
+
+    def without(self, tests: set[str]) -> Witnessed:
+        """The record without ``tests`` (the harness's canaries)."""
+        outcomes = {test: outcome for test, outcome in self.outcomes.items() if test not in tests}
+        deselected = tuple(test for test in self.deselected if test not in tests)
+        return dataclasses.replace(self, outcomes=outcomes, deselected=deselected)
 
     def report(self, suite: junit.SuiteReport | None) -> junit.SuiteReport:
         """The suite report: the record's outcomes, and failures only the JUnit XML has."""
@@ -52,6 +62,7 @@ def parse(text: str) -> Witnessed | None:
     outcomes: dict[str, str] = {}
     hooks: set[str] = set()
     deselected: list[str] = []
+    writers: list[tuple[str, str]] = []
     finished = None
     seen = False
     for line in text.splitlines():
@@ -72,9 +83,11 @@ def parse(text: str) -> Witnessed | None:
             deselected += [str(test) for test in event["deselected"]]
         elif isinstance(event.get("finished"), int):
             finished = event["finished"]
+        elif "witness" in event:
+            writers.append((str(event["witness"]), str(event.get("module"))))
     if not seen:
         return None
-    return Witnessed(outcomes, tuple(sorted(hooks)), tuple(deselected), finished)
+    return Witnessed(outcomes, tuple(sorted(hooks)), tuple(deselected), finished, tuple(writers))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -102,14 +115,31 @@ def read(workspace: Path, folder: str) -> ReadBack:
     return ReadBack(witnessed, junit.parse(xml) if xml is not None else None, tuple(refused))
 
 
-def install(folder: Path) -> Path:
-    """The plugin's module in ``folder`` (a place of the harness's, outside any workspace);
-    returns the folder to put on PYTHONPATH. Written whole, then renamed: concurrent workers."""
+@dataclasses.dataclass(frozen=True)
+class Installed:
+    """A copy of the plugin for one command: the module name to load, and the nonce that its
+    record must begin with."""
+
+    module: str
+    nonce: str
+
+    def wrote(self, witnessed: Witnessed) -> bool:
+        """Whether every session that wrote the record was this copy (at least one did)."""
+        return bool(witnessed.writers) and all(writer == (self.nonce, self.module) for writer in witnessed.writers)
+
+
+def install(folder: Path, settings: dict[str, Any]) -> Installed:
+    """A copy of the plugin in ``folder`` (a place of the harness's, outside any workspace,
+    read-only to commands) under a random module name, with ``settings`` and a new nonce: a
+    module of the work tree cannot be loaded in its place, since its name is drawn after the
+    patch was written. Written whole, then renamed."""
     folder.mkdir(parents=True, exist_ok=True)
-    target = folder / f"{MODULE}.py"
-    source = SOURCE.read_bytes()
-    if not target.is_file() or target.is_symlink() or target.read_bytes() != source:
-        partial = f".{MODULE}.{os.getpid()}.partial"
-        write_new(folder, partial, source)
-        shutil.move(str(folder / partial), str(target))
-    return folder
+    installed = Installed(f"codebench_{secrets.token_hex(8)}", secrets.token_hex(16))
+    source = SOURCE.read_text()
+    assert source.count(SETTINGS) == 1, "the plugin's settings line moved"
+    filled = {**settings, "nonce": installed.nonce}
+    source = source.replace(SETTINGS, f"_SETTINGS: dict[str, Any] = json.loads({json.dumps(filled)!r})")
+    partial = f".{installed.module}.{os.getpid()}.partial"
+    write_new(folder, partial, source.encode())
+    shutil.move(str(folder / partial), str(folder / f"{installed.module}.py"))
+    return installed
