@@ -108,8 +108,8 @@ def with_canaries(verdict: Verdict, wrong: Sequence[Wrong]) -> Verdict:
     otherwise than they must be). A failing canary reported as passing is tampering whatever
     the verdict: something makes failures look like passes. Any other wrong canary (missing,
     or a passing one reported failed) is tampering where the suite would pass; where it
-    failed anyway (a collection error stops the session before the canaries run, a broken
-    conftest fixture fails them) the failure stands and names them."""
+    failed anyway (a collection error or ``-x`` stops the session before the canaries run, a
+    broken conftest fixture fails them) the failure stands, its ``canaries`` figure names them."""
     if not wrong:
         return verdict
     hidden = [canary for canary in wrong if canary.want == "failed" and canary.got in ("passed", "xpassed")]
@@ -118,4 +118,4 @@ def with_canaries(verdict: Verdict, wrong: Sequence[Wrong]) -> Verdict:
     if hidden or verdict.outcome is Outcome.PASSED:
         why = f"the suite's own code changed how its tests are run or reported: the harness's canary tests: {shown}"
         return dataclasses.replace(verdict, outcome=Outcome.TAMPERED, reason=why, figures=figures)
-    return dataclasses.replace(verdict, reason=f"{verdict.reason}; canary tests: {shown}", figures=figures)
+    return dataclasses.replace(verdict, figures=figures)
