@@ -60,6 +60,18 @@ def interleave(
     return totals
 
 
+def bootstrap_median(values: list[float], level: float = 0.95, seed: int = 0) -> Interval:
+    """The median of ``values`` and its percentile bootstrap interval at ``level`` (two-sided):
+    how far the median of paired differences may lie from what more trials would give."""
+    point = statistics.median(values)
+    if len(values) < 2:
+        return point, point, point
+    rng = random.Random(seed)
+    resampled = sorted(statistics.median(rng.choices(values, k=len(values))) for _ in range(BOOTSTRAP_RESAMPLES))
+    tail = (1 - level) / 2
+    return point, resampled[int(tail * len(resampled))], resampled[int((1 - tail) * len(resampled)) - 1]
+
+
 def bootstrap_ratio(slow: list[float], fast: list[float], seed: int = 0) -> Interval:
     """The median of the paired per-trial ratios slow / fast, and its 95% percentile bootstrap
     interval. Within a trial the programs run side by side, so what drifts between trials
@@ -124,6 +136,9 @@ class Stopping:
     min_trials: int = 5  # never decide on fewer (after the ignored ones)
     cap: int = 25  # never run more (the ignored ones included)
     adaptive: bool = True  # False: always run `cap` trials ("fixed")
+    # Asked with the ratio's decision before stopping on it: what else must be settled first
+    # (ComputeEval's custom times: whether the wall clock saw the claimed saving). None: nothing.
+    settled: Callable[[], bool] | None = None
     # The first trials run but are dropped (warm-up). A field here rather than a parameter of
     # timed_trials, which would otherwise take six.
     ignore: int = 0
@@ -186,6 +201,8 @@ def timed_trials(
         found = decision(
             bootstrap_ratio(totals[pair[0]][stopping.ignore :], totals[pair[1]][stopping.ignore :]), stopping
         )
+        if found is not None and stopping.settled is not None and not stopping.settled():
+            return False
         stop = found or stop
         return found is not None
 

@@ -19,7 +19,6 @@ from perf_packs import REFERENCE_MS, sleeper
 
 from pytest_codebench.benchmarks.computeeval_guard import GuardedCommand, read_records
 from pytest_codebench.benchmarks.computeeval_timing import (
-    MIN_UNSEEN_MS,
     Side,
     TimingError,
     TimingMode,
@@ -28,6 +27,7 @@ from pytest_codebench.benchmarks.computeeval_timing import (
     needs_profiler,
     profile_ms,
     suspect,
+    unseen_settled,
 )
 from pytest_codebench.errors import DatasetError
 from pytest_codebench.runners import RunResult
@@ -255,15 +255,30 @@ def test_an_honest_custom_saving_shows_in_the_wall_clock_within_its_noise():
     reference = side([100.0] * 5, [300.0, 310.0, 295.0, 305.0, 300.0])
     honest = side([50.0] * 5, [251.0, 262.0, 243.0, 250.0, 255.0])
     assert suspect(2.0, 10.0, CUSTOM, honest, reference) is None
-    # A few ms unseen are within the clock's own noise, even when every trial agrees.
-    close = side([50.0] * 5, [250.0 + MIN_UNSEEN_MS - 1] * 5)
+    # A few ms unseen, under a tenth of the benchmark's own length, even when every trial agrees.
+    close = side([50.0] * 5, [254.0] * 5)
     assert suspect(2.0, 10.0, CUSTOM, close, side([100.0] * 5, [300.0] * 5)) is None
 
 
-def test_noisy_wall_clocks_widen_the_tolerance():
+def test_noisy_wall_clocks_widen_the_interval():
     reference = side([100.0] * 5, [300.0, 360.0, 240.0, 330.0, 270.0])
     solution = side([70.0] * 5, [300.0, 340.0, 260.0, 300.0, 280.0])  # 30 ms claimed, ~0-20 seen, noise ~40
     assert suspect(1.4, 10.0, CUSTOM, solution, reference) is None
+    assert not unseen_settled(solution, reference)  # more trials would tell
+
+
+def test_a_short_benchmarks_unseen_saving_is_judged_at_its_own_scale():
+    """5 ms claimed as 0.8 ms (6x) in processes of ~100 ms: no fixed floor of a few ms lets it
+    through; the honest 5x beside it, seen by the wall clock, stays believed."""
+    walls = [100.0, 100.6, 99.5, 100.2, 99.8, 100.4, 99.7, 100.1]
+    reference = side([5.0] * 8, walls)
+    forged = side([0.8] * 8, [w + 0.3 for w in walls])
+    why = suspect(6.25, 10.0, CUSTOM, forged, reference)
+    assert why is not None and "not seen by the wall clock" in why and "(10% of the reference's time)" in why
+    assert unseen_settled(forged, reference)
+    honest = side([1.0] * 8, [w - 4.0 + 0.2 * (i % 3) for i, w in enumerate(walls)])
+    assert suspect(5.0, 10.0, CUSTOM, honest, reference) is None
+    assert unseen_settled(honest, reference)
 
 
 def test_a_custom_time_above_its_own_process_wall_time_is_suspect():

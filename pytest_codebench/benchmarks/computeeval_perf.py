@@ -39,7 +39,7 @@ from .computeeval_profilers import Profiler
 from .computeeval_records import solution_files, timeout_of
 from .computeeval_reference import reference_key
 from .computeeval_rules import first_error
-from .computeeval_timing import TimingMode, needs_profiler, suspect
+from .computeeval_timing import TimingMode, needs_profiler, suspect, unseen_settled
 
 
 def _warmups(text: str) -> int:
@@ -147,7 +147,10 @@ def measure(grading: Grading, host: Host, built: Path) -> dict[str, float | str]
 def _timed(grading: Grading, host: Host, built: Path, mode: TimingMode) -> dict[str, float | str]:
     settings = grading.context.settings
     bench = Bench(grading, mode, _profiler(host, mode), {SOLUTION: built, REFERENCE: _reference(grading, host, built)})
-    stopping = Stopping(BARS, cap=settings[PERF_TRIALS], adaptive=settings[ADAPTIVE_TRIALS])
+    # Adaptive stopping never decides on custom times alone: the wall clock must have settled
+    # whether it sees the saving they claim.
+    settled = (lambda: unseen_settled(bench.side(SOLUTION), bench.side(REFERENCE))) if mode.type == "custom" else None
+    stopping = Stopping(BARS, cap=settings[PERF_TRIALS], adaptive=settings[ADAPTIVE_TRIALS], settled=settled)
     with host.gpu(grading.case.timeout or bench.timeout) as gpu:
         bench.gpu = gpu
         for _ in range(settings[PERF_WARMUP]):

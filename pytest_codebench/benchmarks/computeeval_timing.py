@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import DatasetError
+from ..speedup import Interval, bootstrap_median
 
 if TYPE_CHECKING:
     from .computeeval_guard import GuardRecord
@@ -47,13 +48,12 @@ TIME_LINE = re.compile(r"^COMPUTE_EVAL_TIME_MS:[ \t]*(\d+\.?\d*|\.\d+)[ \t]*\r?$
 # A custom time above its own process's wall time by more than this is not a time of that run
 # (both clocks are monotonic wall clocks; this covers their granularity and rounding).
 CLOCK_SLACK_MS = 1.0
-# A claimed saving the wall clock does not see: beyond this many standard deviations of the
-# paired wall-time differences (one trial's noise; the median over the trials varies less, so
-# an honest solution stays well inside), ...
-UNSEEN_SIGMAS = 3.0
-# ... and never less than this: process start and exit, and the clock's reading, jitter by a
-# few milliseconds on a busy machine even when every trial agrees.
-MIN_UNSEEN_MS = 5.0
+# A claimed saving the wall clock does not see: the saving the custom times claim, less the
+# one the wall clock saw, trial by trial (paired: what drifts cancels), has a median whose 99%
+# bootstrap interval lies wholly above this share of the reference's own custom time: scaled to
+# the benchmark's length, so that a short benchmark's forged line counts as much as a long one's.
+UNSEEN_SHARE = 0.1
+UNSEEN_LEVEL = 0.99
 # Doing less than this share of the reference's GPU work (kernel launches, bytes moved) is
 # doing a different job: skipping iterations the benchmark asks for ("one capture instead of
 # 100"), or caching a result. Fusing kernels legitimately cuts launches by a small factor; the
@@ -248,25 +248,46 @@ def custom_over_wall(solution: Side) -> str | None:
     return None
 
 
-def unseen_saving(solution: Side, reference: Side) -> str | None:
-    """The time the solution's own lines say it saves (median paired difference of the custom
-    times) beyond what the wall clock saw it save (the same of the wall times), by more than
-    the wall clock's noise (:data:`UNSEEN_SIGMAS` of its paired differences, at least
-    :data:`MIN_UNSEEN_MS`)."""
+def unseen(solution: Side, reference: Side) -> tuple[Interval, float, Interval] | None:
+    """The interval of the median unseen saving (claimed by the custom times beyond what the
+    wall clock saw, trial by trial), the tolerance it is judged against, and the interval of
+    the seen saving; None without trials."""
     claimed_each = [r - s for r, s in zip(reference.ms, solution.ms, strict=True)]
     seen_each = [r - s for r, s in zip(reference.wall_ms, solution.wall_ms, strict=True)]
     if not claimed_each:
         return None
-    claimed, seen = statistics.median(claimed_each), statistics.median(seen_each)
-    spread = statistics.stdev(seen_each) if len(seen_each) > 1 else 0.0
-    tolerance = max(UNSEEN_SIGMAS * spread, MIN_UNSEEN_MS)
-    if claimed - seen <= tolerance:
+    unseen_each = [c - s for c, s in zip(claimed_each, seen_each, strict=True)]
+    tolerance = max(UNSEEN_SHARE * statistics.median(reference.ms), CLOCK_SLACK_MS)
+    return bootstrap_median(unseen_each, UNSEEN_LEVEL), tolerance, bootstrap_median(seen_each, UNSEEN_LEVEL)
+
+
+def unseen_settled(solution: Side, reference: Side) -> bool:
+    """Whether the trials so far decide :func:`unseen_saving` either way (its interval wholly
+    above or wholly below the tolerance): adaptive stopping waits for it in custom mode."""
+    found = unseen(solution, reference)
+    if found is None:
+        return False
+    (_, low, high), tolerance, _ = found
+    return low > tolerance or high <= tolerance
+
+
+def unseen_saving(solution: Side, reference: Side) -> str | None:
+    """The time the solution's own lines say it saves beyond what the wall clock saw it save,
+    when the 99% interval of its median (:func:`unseen`) lies wholly above
+    :data:`UNSEEN_SHARE` of the reference's custom time (and the clocks' slack)."""
+    found = unseen(solution, reference)
+    if found is None:
         return None
+    (_, low, _), tolerance, (seen, _, _) = found
+    if low <= tolerance:
+        return None
+    claimed = statistics.median(r - s for r, s in zip(reference.ms, solution.ms, strict=True))
     return (
         f"the custom times claim {claimed:.4g} ms saved (reference {statistics.median(reference.ms):.4g} ms, "
         f"solution {statistics.median(solution.ms):.4g} ms), the wall clock sees {seen:.4g} ms"
         f" (reference {statistics.median(reference.wall_ms):.4g} ms, solution {statistics.median(solution.wall_ms):.4g}"
-        f" ms): not seen by the wall clock beyond its noise ({tolerance:.3g} ms)"
+        f" ms): at least {low:.3g} ms not seen by the wall clock (99% interval of the paired differences),"
+        f" above {tolerance:.3g} ms ({UNSEEN_SHARE:.0%} of the reference's time)"
     )
 
 
