@@ -43,12 +43,14 @@ from pytest_codebench.benchmarks.tensorbench.cache import statistics as cache_st
 from pytest_codebench.benchmarks.tensorbench.suite import (  # noqa: E402
     BUILD,
     PREAMBLE,
+    REPORTS,
     STOP_INI,
     STOP_INI_TEXT,
     SUITE,
     TESTBED,
     overlay,
 )
+from pytest_codebench.benchmarks.tensorbench.witness import install  # noqa: E402
 from pytest_codebench.runners import Toolchain  # noqa: E402
 
 KINDS = ("none", "ccache", "sccache")
@@ -87,9 +89,12 @@ def workspace(path: Path, repo: Path, commit: str, env: Toolchain) -> Path:
 def run(ws: Path, cache: CompilerCache | None, writable: bool) -> dict[str, float]:
     """The build and the suite in ``ws``; seconds of each, and the hits and misses."""
     seconds = {}
-    (ws / STATE).mkdir(exist_ok=True)
+    (ws / REPORTS).mkdir(parents=True, exist_ok=True)  # the plugin's record goes there
     (ws / STOP_INI).write_text(STOP_INI_TEXT)
-    (ws / STATE / "env.sh").write_text(PREAMBLE + (cache.shell(writable) if cache else ""))
+    # The harness's reporting plugin, as each command gets it: a folder outside the workspace.
+    installed = install(ws.parent / f"{ws.name}-witness", {})
+    where = f"codebench_witness={ws.parent / f'{ws.name}-witness'} codebench_plugin={installed.module}\n"
+    (ws / STATE / "env.sh").write_text(where + PREAMBLE + (cache.shell(writable) if cache else ""))
     for phase, command in PHASES:
         started = time.monotonic()
         result = sh(f". ./{STATE}/env.sh && cd {TESTBED} && {command}", ws)
