@@ -41,6 +41,12 @@ COUNTERS = {
     "perf": "perf stat -x, -e instructions:u --log-fd 3 -- ",
     "callgrind": "valgrind --tool=callgrind --callgrind-out-file=/dev/null --trace-children=yes --log-fd=3 ",
 }
+# The last pid the command's PID namespace handed out, and the line that says how many it
+# handed out while a program ran under callgrind; a shell with a pid below PRIVATE_PIDS runs in
+# a PID namespace of its own (the sandbox's, a container's), where no other process takes one.
+LAST_PID = "/proc/sys/kernel/ns_last_pid"
+PIDS = "==codebench== pids"
+PRIVATE_PIDS = 100
 # A counted run is this many times slower than a plain one (callgrind's worst case).
 COUNTED_SLOWDOWN = 100
 ENV = {"PYTHONHASHSEED": "0"}
@@ -175,7 +181,12 @@ class Sandbox:
         limits += f"ulimit -f {limit // 512 + 1}; " if limit else ""
         pin = f"taskset --cpu-list {launch.core} " if launch.core is not None else ""
         streams = f"3>&2 2>{STDERR} " if counter else ""
-        return f"{limits}{pin}{COUNTERS.get(counter, '')}{run} {streams}> {STDOUT}"
+        command = f"{pin}{COUNTERS.get(counter, '')}{run} {streams}> {STDOUT}"
+        if counter != "callgrind":
+            return limits + command
+        # The pids handed out while the program ran (builtins only: the shell starts nothing
+        # else), for count_of to check that every process the program started has its count.
+        return f'{limits}read a < {LAST_PID}; {command}; s=$?; read b < {LAST_PID}; echo "{PIDS} $$ $a $b" >&2; exit $s'
 
     def run(self, program: Program | None, test: int, counter: str = "") -> ProgramRun:
         """One run on test ``test`` in a fresh folder: its input on a pipe, its whole stdout
@@ -227,7 +238,9 @@ def count_of(log: str, counter: str) -> int | None:
     count per process, each line led by that process's id; the first line is the program's
     own, written before the program runs. Every process's count adds (a forged one can only add),
     but a process with two counts forged one, and one with two headers ran ``exec``, which
-    throws away the count of what it ran before: neither can be taken."""
+    throws away the count of what it ran before: neither can be taken. Nor can a run that
+    started more processes than wrote counts (a child killed before its end writes none), where
+    the shell's pid says its PID namespace is its own (``PIDS``: one line, from the shell)."""
     if counter == "perf":
         counts = re.findall(r"^(\d+),,instructions", log, re.MULTILINE)
         return int(counts[0]) if len(counts) == 1 else None
@@ -241,6 +254,12 @@ def count_of(log: str, counter: str) -> int | None:
     if len(collected.get(first.group(1), [])) != 1 or any(len(counts) > 1 for counts in collected.values()):
         return None
     if len(headers) != len(set(headers)):
+        return None
+    shells = re.findall(rf"^{PIDS} (\d+) (\d+) (\d+)$", log, re.MULTILINE)
+    if len(shells) != 1:
+        return None
+    shell, before, after = (int(number) for number in shells[0])
+    if shell < PRIVATE_PIDS and after - before != len(collected):
         return None
     return sum(counts[0] for counts in collected.values())
 
