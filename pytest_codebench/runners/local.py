@@ -53,9 +53,11 @@ _STATES: dict[tuple[Any, ...], SandboxState] = {}
 
 def sandbox_state(settings: Settings, run_dir: Path | None = None) -> SandboxState:
     """The sandbox, probed once per process (per sandbox settings and run folder)."""
-    # What the plan is built from: the options, the folders it hides, and where tools are found.
+    # What the plan is built from: the options, the folders it hides, where tools are found and
+    # the home they may lie in.
     options = (*bwrap.SANDBOX_OPTIONS, CACHE_DIR, DATASET, SOLUTIONS)
-    key = (*(str(settings[option]) for option in options), os.environ.get("PATH"), run_dir)  # type: ignore[misc]  # Option[Any]
+    where = (os.environ.get("PATH"), os.environ.get("HOME"))
+    key = (*(str(settings[option]) for option in options), *where, run_dir)  # type: ignore[misc]  # Option[Any]
     if key not in _STATES:
         _STATES[key] = _probe(settings, run_dir)
     return _STATES[key]
