@@ -74,9 +74,22 @@ def tally(report: dict[str, Any]) -> list[str]:
             for text, count in causes[group, name].most_common():
                 lines.append(f"    {name} {count}: {text}")
     lines.append(f"total ({sum(total.values())}): " + " / ".join(f"{name} {total[name]}" for name in COLUMNS))
+    lines.append(link_check(report["items"]))
     if broken:
         lines += ["failed or error:", *sorted(broken)]
     return lines
+
+
+def link_check(items: list[dict[str, Any]]) -> str:
+    """The link check's line: how many built test programs it read, and which references it
+    refused (each is also under "cannot grade here" as "tampered: ..."; on NVIDIA's own
+    references every one is a false positive of the rule)."""
+    read = sum(int((item.get("figures") or {}).get("linked_programs") or 0) for item in items)
+    checked = sum("linked_programs" in (item.get("figures") or {}) for item in items)
+    refused = sorted(item["id"] for item in items if "tampered: " in (item.get("reason") or ""))
+    return f"link check: {read} test programs read in {checked} built items; {len(refused)} refused" + (
+        f": {', '.join(refused)}" if refused else ""
+    )
 
 
 def header(report: dict[str, Any], release: str, selection: str, seconds: float, workers: str) -> list[str]:

@@ -187,6 +187,9 @@ def plugin_figures(report: Path, seconds: float, output: str) -> dict[str, Any]:
         "speedups": speedups,
         "perf": {key: sum(key in f for f in figures) for key in ("perf_skipped", "perf_failed", "perf_suspect")},
         "perf_reasons": sorted({str(f[key]) for f in figures for key in ("perf_skipped", "perf_failed") if key in f}),
+        # The link check (computeeval_link) on NVIDIA's references: every refusal is a false positive.
+        "linked_programs": sum(int(f.get("linked_programs") or 0) for f in figures),
+        "link_refused": sorted(item["task_id"] for item in items if "tampered: " in (item.get("reason") or "")),
     }
 
 
@@ -213,6 +216,11 @@ def summary(state: dict[str, Any], cores: int) -> list[str]:
         else:
             skipped = f", skipped {run['skipped']}" if run.get("skipped") else ""
             lines.append(f"{name:8} {run['seconds']:7.1f} s  passed {run['passed']} / {run['items']}{skipped}")
+            if "linked_programs" in run:
+                refused = run["link_refused"]
+                lines.append(
+                    f"{'':8} link check: {run['linked_programs']} programs read, {len(refused)} refused {refused}"
+                )
     floor = state.get("default", {}).get("build_seconds")
     lines += [
         "",

@@ -202,3 +202,12 @@ def test_reference_solutions_build_or_skip_for_a_stated_reason(release, releases
         or (item["status"] == "skipped" and not ACCEPTED_SKIPS.match(item["reason"] or ""))
     ]
     assert not wrong, f"references of {release} that did not build or skip for a stated reason:\n" + "\n".join(wrong)
+    # The link check (computeeval_link) read every built reference's test program and refused
+    # none: on NVIDIA's own references a refusal is a false positive of its rules.
+    refused = [
+        f"{task_id}: {item['reason']}" for task_id, item in items.items() if "tampered: " in (item["reason"] or "")
+    ]
+    assert not refused, "references the link check refused:\n" + "\n".join(refused)
+    built = [item for item in items.values() if "build ok in" in (item["reason"] or "") or item["status"] == "passed"]
+    read = sum(int(item["figures"].get("linked_programs", 0)) for item in built)
+    assert read >= 1 or not built, "the link check read no built test program"

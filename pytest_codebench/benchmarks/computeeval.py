@@ -208,7 +208,7 @@ class ComputeEval(Benchmark):
                 failed = grading.step(Step("build", build, Outcome.BUILD_ERROR, Outcome.BUILD_TIMEOUT), timeout=timeout)
             if failed is not None:
                 return failed
-        linked = computeeval_link.check(self.context, grading.runner, grading.workspace)
+        linked = computeeval_link.check(grading)
         if linked is not None:
             return grading.verdict(Outcome.TEST_FAILED, linked)
         if built is not None:

@@ -10,15 +10,17 @@ from __future__ import annotations
 
 import hashlib
 import shlex
-from pathlib import Path
 
 from ..context import RunContext
 from ..errors import HarnessError
+from ..grading import Grading
 from ..runners import Runner
 from . import computeeval_elf
 from .computeeval_rules import TAMPERED
 
 ONCE_KEY = "computeeval-exports"
+# The item figure that counts the programs the check read (bench/computeeval_conformance.py sums it).
+FIGURE = "linked_programs"
 PROBE_TIMEOUT = 120
 EXPORTS = "exports.txt"
 # Finds a library as the dynamic loader would (LD_LIBRARY_PATH, the loader's cache, the usual
@@ -68,19 +70,24 @@ def exports(context: RunContext, runner: Runner, soname: str) -> frozenset[str]:
     return frozenset(found)
 
 
-def check(context: RunContext, runner: Runner, workspace: Path) -> str | None:
-    """Why the programs built in ``workspace`` must not run as the problem's test (the first
-    program that breaks a rule of computeeval_elf, with every rule it breaks: the model's
-    tampering), else None."""
+def check(grading: Grading) -> str | None:
+    """Why the programs built in the item's workspace must not run as the problem's test (the
+    first program that breaks a rule of computeeval_elf, with every rule it breaks: the
+    model's tampering), else None. Counts the programs read in the figure ``linked_programs``."""
     cache: dict[str, frozenset[str]] = {}
 
     def exported(soname: str) -> frozenset[str]:
         if soname not in cache:
-            cache[soname] = exports(context, runner, soname)
+            cache[soname] = exports(grading.context, grading.runner, soname)
         return cache[soname]
 
-    for path, program in computeeval_elf.programs(workspace):
-        found = computeeval_elf.violations(program, exported)
-        if found:
-            return f"{TAMPERED}: the test program {path.relative_to(workspace)}: {'; '.join(found)}"
-    return None
+    workspace, read = grading.workspace, 0
+    try:
+        for path, program in computeeval_elf.programs(workspace):
+            read += 1
+            found = computeeval_elf.violations(program, exported)
+            if found:
+                return f"{TAMPERED}: the test program {path.relative_to(workspace)}: {'; '.join(found)}"
+        return None
+    finally:
+        grading.figures[FIGURE] = read
