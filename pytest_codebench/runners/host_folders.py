@@ -24,7 +24,8 @@ MANAGER_PARTS = ("bin", "shims", "libexec", "plugins", "pyenv.d", "versions", "v
 # Names of credentials (files or folders), masked where a folder bound from a home holds them.
 CREDENTIAL = re.compile(
     r"\.(ssh|aws|azure|gcloud|docker|kube|gnupg|netrc|pypirc|npmrc|yarnrc|git-credentials|config|env)"
-    r"|(credentials|.*token|.*secret|.*password|keyrings?|gnupg|id_(rsa|dsa|ecdsa|ed25519)).*",
+    r"|\.?(credentials|.*token|.*secret|.*password|keyrings?|gnupg|id_(rsa|dsa|ecdsa|ed25519)).*"
+    r"|.*\.(pem|key|p12|pfx)",
     re.IGNORECASE,
 )
 
