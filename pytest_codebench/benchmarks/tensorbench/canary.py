@@ -8,7 +8,7 @@ do, so a failing canary reported as passed, a passing one reported as failed, or
 is tampering. Its module and function names and its bodies are drawn anew for every item, from
 the words tests are named with, and it lies in a folder of the tree's own tests, so that it has
 no fixed name or path a patch could spare. It is written after the build, so no code of the
-patch ran while it existed before the suite starts.
+patch ran while it existed before the suite starts, and takes a neighbour's modification time.
 """
 
 from __future__ import annotations
@@ -71,10 +71,10 @@ class Wrong(NamedTuple):
         return f"{self.test} must be {self.want}, was {self.got}"
 
 
-def _folders(tree: Path) -> tuple[dict[PurePosixPath, int], set[str]]:
-    """The tree's folders that hold test modules (relative) and how many, and every module
-    name there; never through a link."""
-    folders: dict[PurePosixPath, int] = {}
+def _folders(tree: Path) -> tuple[dict[PurePosixPath, list[int]], set[str]]:
+    """The tree's folders that hold test modules (relative) and each module's modification
+    time, and every module name there; never through a link."""
+    folders: dict[PurePosixPath, list[int]] = {}
     names: set[str] = set()
     seen = 0
     for top, dirs, files in os.walk(tree, followlinks=False):
@@ -84,7 +84,8 @@ def _folders(tree: Path) -> tuple[dict[PurePosixPath, int], set[str]]:
         tests = [f for f in files if f.endswith(".py") and (f.startswith("test_") or f.endswith("_test.py"))]
         names.update(files)
         if tests:
-            folders[PurePosixPath(Path(top).relative_to(tree).as_posix())] = len(tests)
+            times = [os.lstat(os.path.join(top, test)).st_mtime_ns for test in tests]
+            folders[PurePosixPath(Path(top).relative_to(tree).as_posix())] = times
         if seen >= WALK_LIMIT:
             break
     return folders, names
@@ -118,8 +119,8 @@ def plant(workspace: Path, testbed: str) -> Canaries:
     it has none, under a name no module of the tree has."""
     draw = random.Random(secrets.randbits(64))
     folders, taken = _folders(workspace / testbed)
-    most = max(folders.values(), default=0)
-    main = sorted(folder for folder, count in folders.items() if 2 * count >= most)
+    most = max((len(times) for times in folders.values()), default=0)
+    main = sorted(folder for folder, times in folders.items() if 2 * len(times) >= most)
     folder = draw.choice(main) if main else PurePosixPath(".")
     names: list[str] = []
     while len(names) < 2 * 2 + 1:  # a module name and four functions, all different
@@ -133,6 +134,10 @@ def plant(workspace: Path, testbed: str) -> Canaries:
     text = "".join(f"\n\ndef {name}():\n{_body(draw, kind)}" for name, kind in zip(functions, kinds, strict=True))
     path = (folder / f"{module}.py").as_posix()
     write_new(workspace, f"{testbed}/{path}", text.lstrip("\n").encode())
+    if main:
+        # Not the one test module newer than the build: it takes a neighbour's time.
+        when = draw.choice(folders[folder])
+        os.utime(workspace / testbed / path, ns=(when, when), follow_symlinks=False)
     return Canaries(
         path,
         tuple(name for name, kind in zip(functions, kinds, strict=True) if kind),

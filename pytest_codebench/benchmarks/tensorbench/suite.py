@@ -192,6 +192,13 @@ class TreeRun:
             why = f"the suite's record was not written by the harness's reporting plugin ({writers}): it was replaced"
             return Verdict.of_run(Outcome.TAMPERED, why, result)
         self.witnessed = back.witnessed.without(self.canaries.ids() if self.canaries else set())
+        if back.witnessed.finished is None and back.suite is not None:
+            # pytest writes its JUnit XML as the session ends, after the plugin's last record.
+            why = (
+                f"the harness's reporting plugin stopped recording, yet the suite went on to its end (exit {code}): "
+                "the plugin was unregistered or cut off"
+            )
+            return Verdict.of_run(Outcome.TAMPERED, why, result)
         if back.witnessed.finished is None:
             why = f"the suite stopped before its end (exit {code}): the harness's reporting plugin never saw it finish"
             return Verdict.of_run(Outcome.ERROR, why, result)
