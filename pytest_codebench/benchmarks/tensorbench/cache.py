@@ -15,8 +15,10 @@ mounts (``--tmp-overlay`` came with 0.9), and a copy works the same under both r
 The harness's own records (the baseline's) and locks live outside every folder a command sees
 (tensorbench.environment).
 
-sccache is a client and a server: each command starts its own server (an abstract unix socket
-named after the command's shell, so concurrent items never share one) with the harness's
+sccache is a client and a server: each command starts its own server (on an abstract unix socket
+named at random: a sandbox's shell is pid 2 or 3 in every sandbox, and a step with the network
+shares the host's abstract sockets, so a name after the shell's pid could be another item's
+server, compiling in that item's sandbox and cache) with the harness's
 settings, before any code of the model runs, and stops it when the command exits; a command
 that is killed takes its server along (the runners kill the whole process tree).
 """
@@ -86,7 +88,7 @@ export CCACHE_DIR={directory} CCACHE_NOHASHDIR=1 CCACHE_BASEDIR="$PWD" CCACHE_TE
 # can be longer than a socket's may be. The EXIT trap keeps the command's exit status.
 SCCACHE = """\
 export SCCACHE_DIR={directory} SCCACHE_LOCAL_RW_MODE={mode} SCCACHE_BASEDIRS="$PWD" SCCACHE_IGNORE_SERVER_IO_ERROR=1 \\
-    SCCACHE_SERVER_UDS='\\x00pytest-codebench-sccache-'"$$"
+    SCCACHE_SERVER_UDS='\\x00pytest-codebench-sccache-'"$(od -An -N8 -tx1 /dev/urandom | tr -d ' \\n')"
 if codebench_said=$(TMPDIR=/tmp "$codebench_cache" --start-server 2>&1); then
 {wrap}    trap 'status=$?
         {{ "$codebench_cache" --show-stats --stats-format json; echo; }} >> "$codebench_state/sccache.jsonl" 2>/dev/null
