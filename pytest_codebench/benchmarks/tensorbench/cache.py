@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import re
 import shlex
 import subprocess
@@ -115,8 +116,17 @@ class CompilerCache:
         """Whether items get a copy of their own: sccache writes where it reads."""
         return self.kind == "sccache"
 
-    def copy_into(self, workspace: Path) -> CompilerCache:
-        """This cache as a copy in ``workspace`` (before any command ran there), for one item."""
+    def copy_into(self, workspace: Path, quota: int) -> CompilerCache:
+        """This cache as a copy in ``workspace`` (before any command ran there), for one item,
+        whose workspace may take ``quota`` bytes."""
+        size = _size(self.directory)
+        if size > quota // 2:
+            # The copy counts in the workspace's quota: past it, the item's commands would be
+            # killed for what the harness put there.
+            raise HarnessError(
+                f"the compiler cache {self.directory} takes {size >> 20} MiB, more than half an item's workspace "
+                "quota (--codebench-workspace-max-size): raise it, or remove the cache to start a new one"
+            )
         fresh_folder(workspace, COPY)
         # -a: links stay links and special files stay what they are; nothing is followed.
         done = subprocess.run(
@@ -142,6 +152,18 @@ class CompilerCache:
         mode = "READ_WRITE" if writable else "READ_ONLY"
         wrap = "".join(f"    {line}\n" for line in WRAP.splitlines())
         return head + SCCACHE.format(directory=directory, mode=mode, state=STATE, wrap=wrap)
+
+
+def _size(folder: Path) -> int:
+    """Bytes of the files under ``folder`` (links not followed)."""
+    total = 0
+    for parent, _folders, files in os.walk(folder):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(parent, name)).st_size
+            except OSError:
+                continue  # gone meanwhile
+    return total
 
 
 def own_sccache() -> list[str]:

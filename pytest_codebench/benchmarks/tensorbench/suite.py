@@ -19,6 +19,7 @@ from typing import Any
 from ...errors import HarnessError
 from ...grading import Grading, Step
 from ...runners import RunHow, RunResult, Toolchain
+from ...runners.quota import WORKSPACE_MAX_SIZE
 from ...verdict import Outcome, Verdict
 from . import canary, witness
 from .cache import STATE, CompilerCache, statistics
@@ -147,7 +148,7 @@ class TreeRun:
             write_new(grading.workspace, f"{TESTBED}/run_tests.sh", script.encode(), 0o755)
         if self.cache and self.cache.copies and not self.writable:
             # No command has run in the workspace yet: the copy goes where nothing was planted.
-            self.cache = self.cache.copy_into(grading.workspace)
+            self.cache = self.cache.copy_into(grading.workspace, grading.context.settings[WORKSPACE_MAX_SIZE])
         how: RunHow = {"toolchain": self.environment, "shared": self.shared}
         result = grading.runner.run(overlay(self.environment), cwd=grading.workspace, timeout=120, **how)
         if not result.ok:
