@@ -77,3 +77,17 @@ def test_files_that_are_not_dynamically_linked_programs_are_not_read(tmp_path):
     (tmp_path / "lib.o").chmod(0o755)
     (tmp_path / "link").symlink_to("/bin/ls")
     assert list(computeeval_elf.programs(tmp_path)) == []
+
+
+def test_a_hidden_definition_of_a_library_function_breaks_a_rule(tmp_path):
+    """The linker makes a hidden global local, yet the other object files' calls bound to it."""
+    (tmp_path / "solution.c").write_text('__attribute__((visibility("hidden"))) void exit(int s) { (void)s; }\n')
+    program = "#include <stdlib.h>\nint main(void) { exit(1); return 0; }\n"
+    found = built(tmp_path, program, "solution.c")
+    assert found == ["it defines exit (hidden), which libc.so.6 exports, and calls no other"]
+
+
+def test_a_static_helper_beside_the_library_function_it_shares_a_name_with_breaks_no_rule(tmp_path):
+    (tmp_path / "solution.c").write_text("static void exit(int s) { (void)s; }\nvoid helper(void) { exit(0); }\n")
+    program = "#include <stdlib.h>\nvoid helper(void);\nint main(void) { helper(); exit(0); }\n"
+    assert built(tmp_path, program, "solution.c") == []

@@ -12,6 +12,9 @@ runs, every dynamically linked program the build left under the workspace must n
   (interposition), except C++ weak or unique ``_Z`` symbols (inline functions and template
   instantiations, which libstdc++ exports too), the replaceable ``operator new``/``delete``,
   and data the linker copied from a library (a ``COPY`` relocation: ``stdout``, ``std::cout``);
+  nor a local function of such a name that the program does not also import (a hidden global
+  of one object file: the linker makes it local, and the other files' calls bound to it; a
+  ``static`` helper of that name beside calls to the library's own is allowed);
 - define an IFUNC symbol or carry an ``IRELATIVE`` relocation (a resolver runs before main and
   before the guard);
 - carry a preinit array (code that runs before the guard);
@@ -41,7 +44,7 @@ PT_INTERP = 3
 SHT_SYMTAB, SHT_RELA, SHT_DYNAMIC, SHT_DYNSYM, SHT_PREINIT_ARRAY = 2, 4, 6, 11, 16
 DT_NEEDED, DT_RPATH, DT_RUNPATH, DT_PREINIT_ARRAY = 1, 15, 29, 32
 STB_WEAK, STB_GNU_UNIQUE = 2, 10
-STT_GNU_IFUNC = 10
+STT_FUNC, STT_GNU_IFUNC = 2, 10
 SHN_UNDEF = 0
 # Relocation types by machine (e_machine): (COPY, IRELATIVE).
 RELOCATIONS = {62: (5, 37), 183: (1024, 1032)}  # x86-64, AArch64
@@ -68,6 +71,9 @@ class Program:
     ``.dynsym``), the libraries it needs, and what runs or binds before main."""
 
     defined: list[Symbol]
+    # Functions of local binding that the program does not also import: a hidden global of
+    # one object file (the linker makes it local) that the other object files' calls bound to.
+    local: list[str]
     copied: frozenset[str]  # names with a COPY relocation
     needed: list[str]
     search_paths: list[str]  # RPATH and RUNPATH
@@ -129,6 +135,14 @@ def read_program(data: mmap.mmap) -> Program:
             for name, binding, kind, shndx in table
             if shndx != SHN_UNDEF and binding != 0 and name
         ],
+        local=sorted(
+            {
+                _unversioned(name)
+                for name, binding, kind, shndx in table
+                if binding == 0 and kind in (STT_FUNC, STT_GNU_IFUNC) and shndx != SHN_UNDEF and name
+            }
+            - {_unversioned(name) for name, _, _, shndx in dynsym if shndx == SHN_UNDEF}
+        ),
         copied=frozenset(
             _unversioned(dynsym[info >> 32][0])
             for info in relocations
@@ -196,4 +210,8 @@ def violations(program: Program, exports: Callable[[str], frozenset[str]]) -> li
         owner = next((soname for soname, names in libraries if symbol.name in names), None)
         if owner is not None:
             found.append(f"it defines {symbol.name}, which {owner} exports (it replaces the library's)")
+    for name in program.local:
+        owner = next((soname for soname, names in libraries if name in names), None)
+        if owner is not None:
+            found.append(f"it defines {name} (hidden), which {owner} exports, and calls no other")
     return list(dict.fromkeys(found))
