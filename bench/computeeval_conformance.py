@@ -75,6 +75,7 @@ def tally(report: dict[str, Any]) -> list[str]:
                 lines.append(f"    {name} {count}: {text}")
     lines.append(f"total ({sum(total.values())}): " + " / ".join(f"{name} {total[name]}" for name in COLUMNS))
     lines.append(link_check(report["items"]))
+    lines.append(canary(report["items"]))
     if broken:
         lines += ["failed or error:", *sorted(broken)]
     return lines
@@ -86,10 +87,22 @@ def link_check(items: list[dict[str, Any]]) -> str:
     references every one is a false positive of the rule)."""
     read = sum(int((item.get("figures") or {}).get("linked_programs") or 0) for item in items)
     checked = sum("linked_programs" in (item.get("figures") or {}) for item in items)
-    refused = sorted(item["id"] for item in items if "tampered: " in (item.get("reason") or ""))
+    refused = sorted(item["id"] for item in items if "tampered: the test program" in (item.get("reason") or ""))
     return f"link check: {read} test programs read in {checked} built items; {len(refused)} refused" + (
         f": {', '.join(refused)}" if refused else ""
     )
+
+
+def canary(items: list[dict[str, Any]]) -> str:
+    """The canary runs' line: how many passing items ran one, how many passed it, why the
+    others were skipped, and which references it refused (each is also under "cannot grade
+    here"; on NVIDIA's own references every one is a false positive)."""
+    figures = [str((item.get("figures") or {}).get("canary")) for item in items]
+    ran = [figure for figure in figures if figure in ("passed", "failed")]
+    skipped = Counter(figure.removeprefix("skipped: ") for figure in figures if figure.startswith("skipped: "))
+    refused = sorted(item["id"] for item in items if "tampered: the canary" in (item.get("reason") or ""))
+    line = f"canary: {len(ran)} ran, {ran.count('passed')} passed, refused [{', '.join(refused)}]"
+    return line + "".join(f"; skipped {count}: {why}" for why, count in skipped.most_common())
 
 
 def header(report: dict[str, Any], release: str, selection: str, seconds: float, workers: str) -> list[str]:

@@ -38,6 +38,7 @@ from ..verdict import Outcome, Status, Verdict
 from ..workspace import UnsafePath, guarded_paths, normalise, write_file
 from . import (
     computeeval_bench,
+    computeeval_canary,
     computeeval_guard,
     computeeval_link,
     computeeval_perf,
@@ -223,6 +224,11 @@ class ComputeEval(Benchmark):
         with self._gpu(gpus, wait) as gpu:
             result, proof = computeeval_guard.run_test(grading, record["test_command"], timeout=timeout, gpu=gpu)
         judged = judge_test(result, bool(gpus), timeout, proof)
+        if judged.outcome is Outcome.PASSED:  # only a pass pays for its canary
+            host = computeeval_canary.Host(self.prepare, self._build_slots, lambda wait: self._gpu(gpus, wait))
+            tampered = computeeval_canary.check(grading, host, timeout)
+            if tampered is not None:
+                return grading.verdict(Outcome.TEST_FAILED, tampered)
         return grading.conclude(judged)
 
     def _against_the_reference(self, grading: Grading, verdict: Verdict) -> Verdict:

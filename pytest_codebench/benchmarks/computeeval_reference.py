@@ -21,8 +21,9 @@ from ..verdict import Outcome, Verdict
 from .computeeval_rules import SKIP_KIND
 
 # Bumped when what a stored answer means changes, so older answers are not trusted
-# (2: tests run under the main guard, and a skip records how it skipped).
-FORMAT = 2
+# (2: tests run under the main guard, and a skip records how it skipped; 3: a pass also
+# passed its canary run).
+FORMAT = 3
 
 
 class StoredReference(TypedDict):
