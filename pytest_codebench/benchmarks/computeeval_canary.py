@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import TypedDict
 
 from ..cases import Case
+from ..errors import HarnessError
 from ..grading import Grading, Step
 from ..once import SlotPool
 from ..options import KEEP_WORKSPACES
@@ -99,10 +100,11 @@ exec "$real" "$@" -Xlinker --wrap=main -Xlinker {object}
 
 
 class Built(TypedDict, total=False):
-    """This run's canary: the shims' folder, the object's sha256, the status it ends with and
+    """This run's canary: the shims' folder, the object and its sha256, the status it ends with and
     the marker its programs carry; or ``error``."""
 
     folder: str
+    object: str
     sha256: str
     status: int
     returns: bool
@@ -139,7 +141,14 @@ def build(grading: Grading) -> Built:
             shim.chmod(0o555)
         folder.chmod(0o555)
         digest = hashlib.sha256(built.read_bytes()).hexdigest()
-        return {"folder": str(folder), "sha256": digest, "status": status, "returns": returns, "marker": marker}
+        return {
+            "folder": str(folder),
+            "object": str(built),
+            "sha256": digest,
+            "status": status,
+            "returns": returns,
+            "marker": marker,
+        }
 
     key = hashlib.sha256(runner.fingerprint().encode()).hexdigest()[:16]
     made: Built = context.once(f"{ONCE_KEY}-{key}", compute)
@@ -186,6 +195,8 @@ def _run(canary: Grading, host: Host, made: Built, timeout: float) -> str | None
         canary.figures[FIGURE] = "skipped: the solution's files were refused"
         return None
     folder = Path(made["folder"])
+    if hashlib.sha256(Path(made["object"]).read_bytes()).hexdigest() != made["sha256"]:
+        raise HarnessError(f"the canary's object {made['object']} changed since it was built")
     command = f'PATH={folder}:"$PATH"\nexport PATH\n{record["build_command"]}'
     with host.build_slots.acquire(wait):
         failed = canary.step(
