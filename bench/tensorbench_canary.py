@@ -11,6 +11,9 @@ outside it), without canaries and with them, side by side and interleaved over N
 prints each and the median ratio (with/without) of wall time and of CPU time. ``-k`` narrows
 the suite (``-k 'not kernel'``: the worst case, a suite of a few trivial tests where the
 canaries are most of the work).
+The canary run (``twin``) is the suite once more, the patch's tests made to fail, paid by a
+passing item (and by a failing one that drew the canary run first): it is timed as a third
+mode, the module and the run together, the verdict run's and the canary run's suites summed.
 The rest of an item (checkout, patch, build, baseline) does not change with canaries, so the
 ratio on the whole item is closer to 1 than this one.
 """
@@ -33,7 +36,8 @@ ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "datasets" / "tensorbench"
 sys.path.insert(0, str(ROOT))
 
-from pytest_codebench.benchmarks.tensorbench import canary, witness  # noqa: E402
+from pytest_codebench.benchmarks.tensorbench import canary, twin, witness  # noqa: E402
+from pytest_codebench.patches import parse  # noqa: E402
 
 
 def load_pack():
@@ -43,9 +47,13 @@ def load_pack():
     return module
 
 
+PACK = load_pack()
+DIFF = parse(PACK.diff(PACK.commit_b(), PACK._with_sub(PACK.commit_b())))  # the good patch: adds test_sub
+
+
 def build(workspace: Path) -> Path:
     """scorchlet at commit B with the good patch, its extension built in place."""
-    pack = load_pack()
+    pack = PACK
     tree = workspace / "testbed"
     pack.write_tree(tree, pack._with_sub(pack.commit_b()))
     (workspace / "pytest.ini").write_text("[pytest]\n")  # as the harness's stop ini
@@ -54,13 +62,14 @@ def build(workspace: Path) -> Path:
     return tree
 
 
-def test_step(workspace: Path, plugins: Path, with_canaries: bool, keyword: str | None) -> tuple[float, float, float]:
-    """One test step: (seconds the harness spent writing the canaries and its plugin, seconds
-    the suite ran, CPU seconds it used: steadier than wall time on a shared machine)."""
-    start = time.perf_counter()
-    planted = canary.plant(workspace, "testbed") if with_canaries else None
-    installed = witness.install(plugins, planted.settings() if planted else {})
-    harness = time.perf_counter() - start
+MODES = ("none", "canaries", "canary run")
+
+
+def _suite(
+    workspace: Path, plugins: Path, settings: dict, keyword: str | None
+) -> tuple[float, float, witness.Witnessed]:
+    """The suite once, as the harness runs it: (seconds, CPU seconds, the plugin's record)."""
+    installed = witness.install(plugins, settings)
     record = workspace / "witness.jsonl"
     record.unlink(missing_ok=True)
     env = {
@@ -74,11 +83,37 @@ def test_step(workspace: Path, plugins: Path, with_canaries: bool, keyword: str 
     command += ["--rootdir", str(workspace / "testbed"), *(["-k", keyword] if keyword else [])]
     start, used = time.perf_counter(), _children_cpu()
     subprocess.run(command, cwd=workspace / "testbed", env=env, check=False, capture_output=True)
-    suite, cpu = time.perf_counter() - start, _children_cpu() - used
+    seen = witness.parse(record.read_text())
+    assert seen is not None and installed.wrote(seen), "the plugin wrote no record"
+    return time.perf_counter() - start, _children_cpu() - used, seen
+
+
+def test_step(workspace: Path, plugins: Path, mode: str, keyword: str | None) -> tuple[float, float, float]:
+    """One test step (``mode``: no canaries, the canary module, or the module and the canary
+    run of the patch's tests): (seconds the harness spent writing the canaries, the patch's
+    tests and its plugin, seconds the suite ran, CPU seconds it used: steadier than wall time
+    on a shared machine)."""
+    start = time.perf_counter()
+    planted = canary.plant(workspace, "testbed") if mode != "none" else None
+    twins = twin.find(workspace, "testbed", DIFF) if mode == "canary run" else None
+    harness = time.perf_counter() - start
+    suite = cpu = 0.0
+    for fail in (False, True) if twins else (False,):
+        start = time.perf_counter()
+        if twins:
+            twins.write(workspace, "testbed", fail)
+        settings = planted.settings(twins.ids() if twins else []) if planted else {}
+        harness += time.perf_counter() - start
+        seconds, used, seen = _suite(workspace, plugins, settings, keyword)
+        suite, cpu = suite + seconds, cpu + used
+        if planted:
+            assert not planted.check(seen.outcomes), "the canaries did not run as written"
+        if twins and fail:
+            assert all(seen.outcomes.get(test) == "failed" for test in twins.ids()), "the canary run passed"
     if planted:
         (workspace / "testbed" / planted.path).unlink()
-        seen = witness.parse(record.read_text())
-        assert seen is not None and not planted.check(seen.outcomes), "the canaries did not run as written"
+    for written in twins.files if twins else ():
+        (workspace / "testbed" / written.path).write_text(written.text)
     return harness, suite, cpu
 
 
@@ -92,30 +127,35 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("-k", dest="keyword", default=None, help="narrow the suite, as pytest -k")
     args = parser.parse_args()
+    wall: dict[str, list[float]] = {mode: [] for mode in MODES}
+    cpu: dict[str, list[float]] = {mode: [] for mode in MODES}
+    writing: list[float] = []
     with tempfile.TemporaryDirectory() as tmp:
         workspace = Path(tmp)
         build(workspace)
         plugins = workspace.parent / f"{workspace.name}-plugins"
         try:
-            without, with_, writing, cpu = [], [], [], {True: [], False: []}
-            test_step(workspace, plugins, False, args.keyword)  # warm: imports, page cache
+            test_step(workspace, plugins, "none", args.keyword)  # warm: imports, page cache
             for index in range(args.rounds):
-                order = (False, True) if index % 2 == 0 else (True, False)
-                for canaries in order:
-                    harness, suite, used = test_step(workspace, plugins, canaries, args.keyword)
-                    cpu[canaries].append(used)
-                    (with_ if canaries else without).append(harness + suite)
-                    if canaries:
+                for mode in MODES[index % 3 :] + MODES[: index % 3]:  # each first in turn
+                    harness, suite, used = test_step(workspace, plugins, mode, args.keyword)
+                    wall[mode].append(harness + suite)
+                    cpu[mode].append(used)
+                    if mode == "canary run":
                         writing.append(harness)
-                print(f"round {index + 1}: without {without[-1]:.3f} s, with canaries {with_[-1]:.3f} s")
+                shown = ", ".join(f"{mode} {wall[mode][-1]:.3f} s" for mode in MODES)
+                print(f"round {index + 1}: {shown}")
         finally:
             shutil.rmtree(plugins, ignore_errors=True)
-    ratio = statistics.median(w / o for w, o in zip(with_, without, strict=True))
-    cpu_ratio = statistics.median(w / o for w, o in zip(cpu[True], cpu[False], strict=True))
-    print(f"test step without canaries: median {statistics.median(without):.3f} s")
-    print(f"test step with canaries:    median {statistics.median(with_):.3f} s")
-    print(f"  of which writing them and the plugin's copy: median {statistics.median(writing) * 1000:.1f} ms")
-    print(f"ratio with/without (median of rounds): {ratio:.3f}x wall, {cpu_ratio:.3f}x CPU")
+    for mode in MODES:
+        print(f"test step, {mode:>10}: median {statistics.median(wall[mode]):.3f} s")
+    print(
+        f"  writing the canaries, the patch's tests and the plugin: median {statistics.median(writing) * 1000:.1f} ms"
+    )
+    for mode in MODES[1:]:
+        ratio = statistics.median(w / o for w, o in zip(wall[mode], wall["none"], strict=True))
+        cpu_ratio = statistics.median(w / o for w, o in zip(cpu[mode], cpu["none"], strict=True))
+        print(f"ratio {mode}/none (median of rounds): {ratio:.3f}x wall, {cpu_ratio:.3f}x CPU")
     return 0
 
 

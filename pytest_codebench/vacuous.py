@@ -21,7 +21,7 @@ PYTEST_CHECKS = {"raises", "warns", "approx", "fail", "deprecated_call"}
 SOURCE_LIMIT = 4 << 20  # a test file larger than this is not read (nor listed)
 
 
-def _read_plain(path: Path) -> str | None:
+def read_plain(path: Path) -> str | None:
     """The text of ``path`` if it is a plain file of at most :data:`SOURCE_LIMIT` bytes: a
     patch may add a test file as a link (to a secret, to /dev/zero), never read through."""
     try:
@@ -59,7 +59,7 @@ def _calls(node: ast.AST) -> set[str]:
     return {name for child in ast.walk(node) if isinstance(child, ast.Call) and (name := _called_name(child))}
 
 
-def _functions(tree: ast.Module) -> list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
+def functions(tree: ast.Module) -> list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
     """Module functions and methods of module classes, with their qualified test id."""
     found = []
     for node in tree.body:
@@ -81,14 +81,14 @@ def vacuous_tests(tree_root: Path, diff: Diff) -> list[str]:
         path = PurePosixPath(name)
         if not lines or not any(fnmatch.fnmatch(path.name, pattern) for pattern in TEST_FILES):
             continue
-        source = _read_plain(tree_root / path)
+        source = read_plain(tree_root / path)
         try:
             module = ast.parse(source or "")
         except (SyntaxError, ValueError):
             continue  # the suite reports a file it cannot import
-        functions = _functions(module)
-        asserting = {qualname.rpartition("::")[2] for qualname, node in functions if _asserts_directly(node)}
-        calls = {qualname.rpartition("::")[2]: _calls(node) for qualname, node in functions}
+        found_functions = functions(module)
+        asserting = {qualname.rpartition("::")[2] for qualname, node in found_functions if _asserts_directly(node)}
+        calls = {qualname.rpartition("::")[2]: _calls(node) for qualname, node in found_functions}
         # A helper asserts when it calls one that does: spread to a fixpoint.
         changed = True
         while changed:
@@ -97,7 +97,7 @@ def vacuous_tests(tree_root: Path, diff: Diff) -> list[str]:
                 if helper not in asserting and called & asserting:
                     asserting.add(helper)
                     changed = True
-        for qualname, node in functions:
+        for qualname, node in found_functions:
             test = qualname.rpartition("::")[2]
             if not test.startswith("test") or node.lineno not in lines:
                 continue

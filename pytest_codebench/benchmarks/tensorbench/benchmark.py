@@ -93,7 +93,7 @@ class TensorBench(Benchmark):
         grading.figures["patch_method"] = applied.method
         if vacuous:
             grading.figures["vacuous_tests"] = ", ".join(vacuous)
-        run = TreeRun(grading, environment, cache)
+        run = TreeRun(grading, environment, cache, diff=diff)
         verdict = run.run(self.settings[RUN_TESTS], self.settings[RERUNS])
         verdict = known_failures(verdict, base["failed"] if base else [])
         if run.witnessed is not None:

@@ -44,10 +44,13 @@ class Canaries:
     def ids(self) -> set[str]:
         return {f"{self.path}::{name}" for name in (*self.fail, *self.passes)}
 
-    def settings(self) -> dict[str, Any]:
+    def settings(self, forgive: list[str]) -> dict[str, Any]:
         """What the harness's plugin needs: the module to collect, the failures to forgive
-        (the exit status, -x), the seed of where the canaries go among the tests."""
-        return {"canaries": {"path": self.path, "fail": list(self.fail)}, "seed": secrets.randbits(32)}
+        (the exit status, -x), the seed of where the canaries go among the tests; and the
+        tests (``forgive``, ids without parameters) whose failures stop no ``-x`` run, the
+        patch's own, which fail in the canary run (``twin``) and must not end it."""
+        canaries = {"path": self.path, "fail": list(self.fail)}
+        return {"canaries": canaries, "forgive": forgive, "seed": secrets.randbits(32)}
 
     def check(self, outcomes: dict[str, str]) -> list[Wrong]:
         """Each canary the suite's record shows other than as written (empty: all ran right)."""
@@ -91,7 +94,7 @@ def _folders(tree: Path) -> tuple[dict[PurePosixPath, list[int]], set[str]]:
     return folders, names
 
 
-def _body(draw: random.Random, fail: bool) -> str:
+def body(draw: random.Random, fail: bool) -> str:
     a, b, word = draw.randint(2, 99), draw.randint(2, 99), draw.choice(WORDS)
     values = draw.sample(range(100), 5)
     if fail:
@@ -131,7 +134,7 @@ def plant(workspace: Path, testbed: str) -> Canaries:
     fail = draw.randint(1, len(functions) - 1)  # at least one of each
     kinds = [True] * fail + [False] * (len(functions) - fail)
     draw.shuffle(kinds)
-    text = "".join(f"\n\ndef {name}():\n{_body(draw, kind)}" for name, kind in zip(functions, kinds, strict=True))
+    text = "".join(f"\n\ndef {name}():\n{body(draw, kind)}" for name, kind in zip(functions, kinds, strict=True))
     path = (folder / f"{module}.py").as_posix()
     write_new(workspace, f"{testbed}/{path}", text.lstrip("\n").encode())
     if main:

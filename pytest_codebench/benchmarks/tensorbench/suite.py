@@ -18,10 +18,11 @@ from typing import Any
 
 from ...errors import HarnessError
 from ...grading import Grading, Step
+from ...patches import Diff
 from ...runners import RunHow, RunResult, Toolchain
 from ...runners.quota import WORKSPACE_MAX_SIZE
 from ...verdict import Outcome, Verdict
-from . import canary, witness
+from . import canary, twin, witness
 from .cache import STATE, CompilerCache, statistics
 from .files import fresh_folder, write_new
 from .rules import suite_verdict, with_canaries
@@ -112,12 +113,14 @@ class TreeRun:
     environment: Toolchain
     cache: CompilerCache | None
     writable: bool = False
+    diff: Diff | None = None  # the patch: its tests are run again made to fail (twin)
     deadline: float = dataclasses.field(default=0.0, init=False)  # of the task's test_timeout
     #: What the harness's reporting plugin saw of the test step, canaries left out (None: nothing).
     witnessed: witness.Witnessed | None = dataclasses.field(default=None, init=False)
     #: The canary tests written into the tree for the test step, and the plugin's last copy.
     canaries: canary.Canaries | None = dataclasses.field(default=None, init=False)
     installed: witness.Installed | None = dataclasses.field(default=None, init=False)
+    twins: twin.Twins | None = dataclasses.field(default=None, init=False)
     plugins: str = dataclasses.field(default_factory=lambda: secrets.token_hex(8), init=False)
 
     @property
@@ -159,6 +162,7 @@ class TreeRun:
 
     def _steps(self, listed: list[Step], reruns: int) -> Verdict:
         for step in listed:
+            first = self._twin_first(step.command) if step.phase == "test" else None
             result = self.execute(step.phase, step.command)
             if result.timed_out:
                 limit = self.grading.case.record["test_timeout"]
@@ -166,7 +170,7 @@ class TreeRun:
                     step.timed_out, f"{step.phase} ran past the task's test_timeout ({limit:g} s)", result
                 )
             if step.phase == "test":
-                verdict = self._judge(result)
+                verdict = self._twin_run(step.command, self._judge(result), first)
                 return self._rerun(verdict, reruns) if verdict.outcome is Outcome.TEST_FAILED and reruns else verdict
             if not result.ok:
                 return self.grading.verdict(step.failed, f"{step.phase} failed: {step.command}", result)
@@ -206,6 +210,48 @@ class TreeRun:
         wrong = self.canaries.check(back.witnessed.outcomes) if self.canaries else []
         return with_canaries(suite_verdict(result, self.witnessed.report(back.suite)), wrong)
 
+    def _twin_first(self, command: str) -> dict[str, str] | Verdict | None:
+        """The canary run before the verdict run, where the item drew that order: its
+        outcomes, or why they say nothing (None: no canary run first)."""
+        self._plant()
+        if self.twins is None or not self.twins.canary_first:
+            return None
+        return self._canary_run(command)
+
+    def _canary_run(self, command: str) -> dict[str, str] | Verdict:
+        """The test command again, the patch's tests made to fail: per test id its outcome
+        (None where the suite's record says nothing), with the task's whole test_timeout."""
+        deadline, started = self.deadline, time.monotonic()
+        self.deadline = started + float(self.grading.case.record["test_timeout"])
+        result = self.execute("canary", command)
+        self.deadline = deadline + (time.monotonic() - started)  # the verdict run's time is its own
+        back = self._read_back()
+        seen = back.witnessed
+        if result.timed_out or seen is None or self.installed is None or not self.installed.wrote(seen):
+            why = "the canary run (the patch's tests made to fail) ran past the task's test_timeout or left no record"
+            return Verdict.of_run(Outcome.ERROR, why, result)
+        return seen.outcomes
+
+    def _twin_run(self, command: str, verdict: Verdict, ran: dict[str, str] | Verdict | None) -> Verdict:
+        """The verdict, checked against the canary run (``ran``: its outcomes, where it went
+        first). Only a passing verdict needs it: a run after the verdict's is skipped else."""
+        if verdict.outcome is not Outcome.PASSED or self.twins is None or self.witnessed is None:
+            return verdict
+        canary_run = self._canary_run(command) if ran is None else ran
+        if isinstance(canary_run, Verdict):
+            return canary_run
+        wrong = self.twins.check(self.witnessed.outcomes, canary_run)
+        if self.canaries:
+            wrong += self.canaries.check(canary_run)
+        return with_canaries(verdict, wrong)
+
+    def _plant(self) -> None:
+        """After the build, so no code of the patch ran while they were in the tree: the
+        canary module, and the patch's tests found."""
+        if self.canaries is None:
+            self.canaries = canary.plant(self.grading.workspace, TESTBED)
+            self.twins = twin.find(self.grading.workspace, TESTBED, self.diff) if self.diff else None
+
     def _read_back(self) -> witness.ReadBack:
         """The test command's record and JUnit XML, the canary tests left out of the JUnit XML
         (the record keeps them until checked)."""
@@ -225,10 +271,12 @@ class TreeRun:
         # at these names (a link to a host file, say) is removed, never written through.
         fresh_folder(workspace, REPORTS)
         write_new(workspace, STOP_INI, STOP_INI_TEXT.encode())
-        if phase in ("test", "rerun") and self.canaries is None:
-            # After the build: no code of the patch ran while the canaries were in the tree.
-            self.canaries = canary.plant(workspace, TESTBED)
-        self.installed = witness.install(self.plugin, self.canaries.settings() if self.canaries else {})
+        if phase in ("test", "rerun", "canary"):
+            self._plant()
+        if self.twins and phase in ("test", "rerun", "canary"):
+            self.twins.write(workspace, TESTBED, fail=phase == "canary")
+        forgive = self.twins.ids() if self.twins else []
+        self.installed = witness.install(self.plugin, self.canaries.settings(forgive) if self.canaries else {})
         where = f"codebench_witness={shlex.quote(str(self.plugin))} codebench_plugin={self.installed.module}\n"
         env = where + PREAMBLE + (self.cache.shell(self.writable) if self.cache else "")
         write_new(workspace, f"{STATE}/env.sh", env.encode())

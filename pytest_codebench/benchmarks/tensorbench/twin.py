@@ -1,0 +1,135 @@
+"""The canary run: the test command once more, with the tests the patch adds or changes made
+to fail where they stand.
+
+The random canary module (``canary``) catches code that turns every failure into a pass. Code
+that spares all but the tests it was written for (matched by their names, or by their files)
+lets it through: those tests are the ones the patch knows and the canaries are not. So the
+harness runs the suite twice with the same command, the same plugin and the same settings:
+in both runs each of the patch's tests ends with one more statement, drawn anew per run, that
+holds in the verdict run and fails in the canary run. The tests keep their ids, files,
+imports and fixtures; a patch that makes its tests' failures pass cannot tell from their names,
+their files or the command which run it is in, and one that makes them pass in the verdict run
+makes them pass in the canary run too, where they must fail. Which run goes first is drawn per
+item, so that counting runs tells nothing either.
+
+What stays possible: code that reads the tests' source and works out whether their last
+statement holds, runs them itself, or keeps a record across runs and bets on the order. An
+in-process proof cannot rule that out; it makes the patch do it on purpose.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import fnmatch
+import random
+import secrets
+from collections.abc import Mapping
+from pathlib import Path, PurePosixPath
+
+from ...patches import Diff
+from ...vacuous import TEST_FILES, functions, read_plain
+from .canary import WORDS, Wrong
+from .files import write_new
+
+
+@dataclasses.dataclass(frozen=True)
+class Twin:
+    """A test file of the patch: its path in the tree (POSIX), its text as the patch left it,
+    and the tests there the patch adds or changes (qualified: ``Class::test``), each with the
+    line after which its last statement ends and the indentation of its body."""
+
+    path: str
+    text: str
+    tests: tuple[tuple[str, int, str], ...]
+
+    def ids(self) -> list[str]:
+        return [f"{self.path}::{name}" for name, _, _ in self.tests]
+
+    def written(self, draw: random.Random, fail: bool) -> str:
+        """The text with one more statement at the end of each test, failing or not."""
+        lines = self.text.splitlines(keepends=True)
+        for _, after, indent in sorted(self.tests, key=lambda test: -test[1]):
+            tail = f"{indent}{tail_statement(draw, fail)}\n"
+            if after > 0 and not lines[after - 1].endswith("\n"):
+                lines[after - 1] += "\n"
+            lines.insert(after, tail)
+        return "".join(lines)
+
+
+def tail_statement(draw: random.Random, fail: bool) -> str:
+    """An assertion that holds or fails: the same shapes either way, so only working it out
+    tells which (a failing one differs in its expected value alone)."""
+    a, b, word, values = draw.randint(2, 99), draw.randint(2, 99), draw.choice(WORDS), draw.sample(range(100), 4)
+    shapes = [
+        (f"{a} + {b}", a + b),
+        (f"{a} * {b}", a * b),
+        (f"len({word!r}) + {a}", len(word) + a),
+        (f"sorted({values!r})[0]", min(values)),
+        (f"max({values!r})", max(values)),
+    ]
+    left, value = draw.choice(shapes)
+    return f"assert {left} == {value + draw.randint(1, 9) if fail else value}"
+
+
+def _tests(source: str, added: set[int]) -> tuple[tuple[str, int, str], ...]:
+    """The tests of ``source`` with a line among ``added`` whose end a statement can follow."""
+    try:
+        module = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return ()  # the suite reports a file it cannot import
+    found = []
+    for qualname, node in functions(module):
+        test = qualname.rpartition("::")[2]
+        collected = qualname.partition("::")[0].startswith("Test") or "::" not in qualname
+        end = node.end_lineno or node.lineno
+        if not (test.startswith("test") and collected and added & set(range(node.lineno, end + 1))):
+            continue
+        first, last = node.body[0], node.body[-1]
+        if first.lineno == node.lineno or isinstance(last, (ast.Return, ast.Raise)):
+            continue  # a one-line test, or one whose end is never passed
+        if any(isinstance(child, (ast.Yield, ast.YieldFrom)) for child in ast.walk(node)):
+            continue
+        found.append((qualname, last.end_lineno or last.lineno, " " * first.col_offset))
+    return tuple(found)
+
+
+@dataclasses.dataclass(frozen=True)
+class Twins:
+    """The patch's tests in the tree, and which run (the verdict's or the canary's) is first."""
+
+    files: tuple[Twin, ...]
+    canary_first: bool = dataclasses.field(default_factory=lambda: bool(secrets.randbits(1)))
+
+    def ids(self) -> list[str]:
+        return [test for twin in self.files for test in twin.ids()]
+
+    def write(self, workspace: Path, testbed: str, fail: bool) -> None:
+        """Each file anew, its tests ending in statements that fail (the canary run) or hold."""
+        draw = random.Random(secrets.randbits(64))
+        for twin in self.files:
+            write_new(workspace, f"{testbed}/{twin.path}", twin.written(draw, fail).encode())
+
+    def check(self, verdict: Mapping[str, str], canary: Mapping[str, str]) -> list[Wrong]:
+        """Each test that passed in the verdict run and was not failed in the canary run
+        (outcomes per test id; a parametrized test's ids each count)."""
+        wrong = []
+        ids = set(self.ids())
+        for test, outcome in verdict.items():
+            if outcome == "passed" and test.partition("[")[0] in ids and canary.get(test) != "failed":
+                wrong.append(Wrong(f"{test} (canary run)", "failed", canary.get(test, "not run")))
+        return wrong
+
+
+def find(workspace: Path, testbed: str, diff: Diff) -> Twins | None:
+    """The tests the patch adds or changes in the tree ``workspace/testbed`` (None: none)."""
+    files = []
+    for name, added in sorted(diff.added.items()):
+        path = PurePosixPath(name)
+        if not added or not any(fnmatch.fnmatch(path.name, pattern) for pattern in TEST_FILES):
+            continue
+        source = read_plain(workspace / testbed / path)
+        tests = _tests(source, added) if source is not None else ()
+        if tests:
+            files.append(Twin(path.as_posix(), source or "", tests))
+    return Twins(tuple(files)) if files else None
