@@ -27,6 +27,7 @@ from unidiff.patch import PatchSet
 from ...checkout import git
 from ...patches import DEV_NULL, Diff, unquote
 from .files import read_text
+from .reach import reaches
 
 CONFIG_LIMIT = 1 << 20
 # Files that hold pytest's settings among others, and the section that is pytest's.
@@ -43,14 +44,6 @@ CONFTEST_REACH = re.compile(
     r"importlib|exec\(|eval\(|compile\("
 )
 PLUGIN_CODE = re.compile(r"pytest_plugins|def\s+pytest_\w+")
-# In any file: reaching into pytest's or pluggy's internals, assigning pytest's attributes,
-# or planting modules and import hooks (``Function.runtest = ...`` after an import of
-# ``_pytest.python`` made every test pass). Reading ``sys.modules`` is left alone.
-INTERNALS = re.compile(
-    r"\b_pytest\b|\bpluggy\b|setattr\(\s*pytest\b|(^|;)\s*pytest(\.\w+)+\s*=(?!=)|"
-    r"sys\.modules\s*(\[[^\]]*\]\s*=(?!=)|\.(update|setdefault)\b)|sys\.(meta_path|path_hooks)\b|"
-    r"builtins\.__import__|__import__\(\s*[\'\"](_?pytest|pluggy)"
-)
 PROSE = (".md", ".rst", ".txt")  # documentation: never executed, may well name pytest's modules
 
 
@@ -125,8 +118,10 @@ def _base_text(tree: Path, path: str) -> str | None:
 
 
 def _classify(
-    path: str, lines: tuple[list[str], list[str]], tree: Path, base: Callable[[str], str | None]
+    path: str, lines: tuple[list[str], list[str]], numbers: set[int], tree: Path, base: Callable[[str], str | None]
 ) -> HarnessEdit | None:
+    """What the change of ``path`` is, from its ``lines`` added and removed, the numbers of
+    those added (in the patched ``tree``) and its text at the base commit (None: no edit)."""
     name = PurePosixPath(path).name
     added, removed = lines
     if name in config_names() and name not in SECTIONS:  # read by pytest alone: any change is one
@@ -146,7 +141,11 @@ def _classify(
         return HarnessEdit(path, "pytest plugin entry point")
     if name.endswith(".py") and any(PLUGIN_CODE.search(line) for line in added):
         return HarnessEdit(path, "pytest hooks or plugins")
-    if not name.endswith(PROSE) and any(INTERNALS.search(line) for line in added):
+    # Any file but prose: code that writes into pytest's or pluggy's objects (Function.runtest
+    # = ... after an import of _pytest.python made every test pass), read from its syntax where
+    # it is Python; importing their utilities in a test is not reaching.
+    source = read_text(tree, path, CONFIG_LIMIT) if name.endswith(".py") else None
+    if not name.endswith(PROSE) and reaches(source, numbers, added):
         return HarnessEdit(path, "reaches into pytest's internals")
     return None
 
@@ -157,7 +156,8 @@ def static_edits(diff: Diff, tree: Path, base: Callable[[str], str | None] | Non
     if diff.empty or diff.malformed is not None:
         return []
     before = base or (lambda path: _base_text(tree, path))
-    found = [_classify(path, lines, tree, before) for path, lines in sorted(_changed_lines(diff.text).items())]
+    changed = sorted(_changed_lines(diff.text).items())
+    found = [_classify(path, lines, diff.added.get(path, set()), tree, before) for path, lines in changed]
     return [edit for edit in found if edit is not None]
 
 
