@@ -5,17 +5,22 @@ or user-space instructions (perf, or callgrind where perf is not allowed).
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import statistics
 
 from ...errors import HarnessError
 from ...speedup import Figures, Stopping, noise_floor, speedup_figures, timed_trials, trial_figures
 from ...verdict import Outcome
-from .rules import Failure
-from .sandbox import CandidateFailed, Program, Sandbox, count_of
+from .rules import Failure, ProgramRun
+from .sandbox import CandidateFailed, Program, Sandbox, count_of, cpu_of
 
 # Instruction counts of one program repeat within far less than this share of start-up.
 COUNT_NOISE = 0.01
+# A callgrind count must be backed by CPU time within this factor, plus this many seconds a run
+# (see ``incredible``).
+CPU_MARGIN = 3.0
+CPU_FLOOR = 0.5
 # The metric of a candidate that was not measured at all (byte-identical to the slow program).
 UNMEASURED = "none (identical)"
 
@@ -56,12 +61,20 @@ def count_instructions(sandbox: Sandbox, programs: list[Program], tests: list[in
     Every program runs from the same path (its run's folder), so that the path itself cannot
     differ. The speedup counts the interpreter's start-up, as the wall-time one does."""
     counts: dict[str, list[float]] = {}
+    cpu: dict[str, float] = {}
     for program in programs:
-        counts[program.tag] = [sum(_instructions(sandbox, program, test, counter) for test in tests)]
+        runs = [_instructions(sandbox, program, test, counter) for test in tests]
+        counts[program.tag] = [sum(run.count for run in runs)]
+        cpu[program.tag] = sum(run.cpu for run in runs)
+        if program.tag == "candidate" and counter == "callgrind":
+            slow = programs[0].tag  # counted first
+            why = incredible((counts[slow][0], cpu[slow]), (counts["candidate"][0], cpu["candidate"]), len(tests))
+            if why is not None:
+                raise CandidateFailed(tests[-1], Failure(Outcome.INVALID_SOLUTION, why), runs[-1].run)
     figures: Figures = {"metric": f"instructions ({counter})", "trials": 1}
     startup = None
     if programs[0].language == "python":
-        one = _instructions(sandbox, None, tests[0], counter)
+        one = _instructions(sandbox, None, tests[0], counter).count
         figures["startup_instructions"] = one
         startup = [one * len(tests)]
     figures.update(speedup_figures(counts, startup, COUNT_NOISE * startup[0] if startup else 0.0))
@@ -75,17 +88,47 @@ def instruction_counter(sandbox: Sandbox) -> str:
     return "perf" if re.search(r"^\d+,,instructions", probe.output, re.MULTILINE) else "callgrind"
 
 
-def _instructions(sandbox: Sandbox, program: Program | None, test: int, counter: str) -> float:
-    """The count the counter gave for one run. A candidate whose count cannot be taken (a count
-    line of its own beside the counter's, an ``exec`` that threw counts away, none at all)
-    forged or hid its measure: its failure. The slow program's or the reference's, which are no
-    model's, run first: there it is harness trouble (the counter itself failed)."""
+def incredible(slow: tuple[float, float], candidate: tuple[float, float], runs: int) -> str | None:
+    """Why a candidate's callgrind count (instructions, CPU seconds of its processes, summed over
+    ``runs`` runs) is not backed by its CPU time, or None. Callgrind counts inside the program's
+    process, where the program can forge the count; the CPU time is the kernel's. A count that
+    claims a share of the slow program's instructions must come with at most CPU_MARGIN times
+    that share of its CPU time, plus CPU_FLOOR a run (valgrind's own start-up, which costs more
+    a instruction than a loop does). Forging can then claim no saving that CPU time does not
+    show, beyond that margin."""
+    (slow_count, slow_cpu), (count, cpu) = slow, candidate
+    allowed = CPU_MARGIN * slow_cpu * count / max(slow_count, 1.0) + CPU_FLOOR * runs
+    if cpu <= allowed:
+        return None
+    return (
+        f"its callgrind count is not backed by its CPU time: {count:.0f} instructions against the slow "
+        f"program's {slow_count:.0f}, yet {cpu:.2f} s of CPU against {slow_cpu:.2f} s (at most {allowed:.2f} s)"
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class Counted:
+    """One counted run: its count, the CPU seconds its processes used, the run."""
+
+    count: float
+    cpu: float
+    run: ProgramRun
+
+
+def _instructions(sandbox: Sandbox, program: Program | None, test: int, counter: str) -> Counted:
+    """The count the counter gave for one run, and the CPU seconds its processes used (0 but
+    under callgrind's supervisor). A candidate whose count cannot be taken (a count line of its
+    own beside perf's, an ``exec`` that threw counts away, a process without its count, none at
+    all) forged or hid its measure: its failure. The slow program's or the reference's, which
+    are no model's, run first: there it is harness trouble (the counter itself failed)."""
     run = sandbox.measured(program, test, counter)
     count = count_of(run.counted or "", counter)
     if count is not None:
-        return float(count)
+        return Counted(float(count), cpu_of(run.counted or ""), run)
     if program is not None and program.tag == "candidate":
-        why = f"its {counter} count cannot be taken (a count line of its own, an exec, or none at all)"
+        why = (
+            f"its {counter} count cannot be taken (a count line of its own, an exec, a process without its count, none)"
+        )
         raise CandidateFailed(test, Failure(Outcome.INVALID_SOLUTION, why), run)
     log = run.counted or ""
     raise HarnessError(f"counting instructions with {counter} failed: {run.result.tail(5)} {log[-300:]}")

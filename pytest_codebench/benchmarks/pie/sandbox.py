@@ -10,19 +10,25 @@ sandboxing runner (bubblewrap, or docker's fresh container per command) nor is a
 wrote to /tmp or $HOME. The harness reads the expected outputs from the dataset itself, and
 keeps the programs it runs in memory between runs.
 
-Under an instruction counter, the counter writes its count to the runner's output, which the
-program can add lines to but never take one from: a count line too many is tampering (see
-``count_of``). The counter follows the program's children (perf does; callgrind with
-``--trace-children``), so work handed to a child or to an ``exec`` is counted or refused.
+Under an instruction counter, the counter follows the program's children (perf does;
+callgrind with ``--trace-children``), so work handed to a child or to an ``exec`` is counted or
+refused. perf counts from outside the program, in a process of its own, and writes its count to
+the runner's output, which the program can add lines to but never take one from: a count line
+too many is tampering (see ``count_of``). Callgrind counts inside the program's process: its
+log goes to a socket only valgrind holds, read by a supervisor the program cannot reach, which
+writes it last, after every process of the program is gone (see :mod:`.supervise`).
 """
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import dataclasses
 import os
 import re
+import shlex
 import stat
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -35,17 +41,19 @@ from .rules import Failure, ProgramRun, judge, stdout_limit
 # the same path (an instruction count depends on it); it is made afresh for each run.
 RUN = "run"
 STDOUT, STDERR = ".stdout", ".stderr"
-# How each instruction counter wraps a program: its count goes to fd 3, the command's output,
-# and the program's own stderr to a file (read back for the logs).
+# How each instruction counter wraps a program: its count goes to fd 3 (perf's: the command's
+# output; callgrind's: the supervisor's socket), and the program's own stderr to a file (read
+# back for the logs).
 COUNTERS = {
     "perf": "perf stat -x, -e instructions:u --log-fd 3 -- ",
     "callgrind": "valgrind --tool=callgrind --callgrind-out-file=/dev/null --trace-children=yes --log-fd=3 ",
 }
-# The last pid the command's PID namespace handed out, and the line that says how many it
-# handed out while a program ran under callgrind; a shell with a pid below PRIVATE_PIDS runs in
-# a PID namespace of its own (the sandbox's, a container's), where no other process takes one.
-LAST_PID = "/proc/sys/kernel/ns_last_pid"
-PIDS = "==codebench== pids"
+# The supervisor of a callgrind run, sent as its source; its pid below PRIVATE_PIDS says it runs
+# in a PID namespace of its own (the sandbox's, a container's), where no other process takes a
+# pid, so that the pids handed out while the program ran are the program's processes.
+# sent compressed: the command (in every log) stays short.
+SUPERVISOR = base64.b64encode(zlib.compress((Path(__file__).parent / "supervise.py").read_bytes(), 9)).decode()
+MARK = "==codebench== supervisor"
 PRIVATE_PIDS = 100
 # A counted run is this many times slower than a plain one (callgrind's worst case).
 COUNTED_SLOWDOWN = 100
@@ -180,13 +188,13 @@ class Sandbox:
         limits = "" if counter else f"ulimit -v {launch.memory_mib * 1024}; "
         limits += f"ulimit -f {limit // 512 + 1}; " if limit else ""
         pin = f"taskset --cpu-list {launch.core} " if launch.core is not None else ""
+        if counter == "callgrind":
+            # The supervisor opens the program's stdout and stderr and runs it under valgrind.
+            source = f"import base64,zlib;exec(zlib.decompress(base64.b64decode('{SUPERVISOR}')))"
+            supervised = f"{shlex.quote(source)} {STDOUT} {STDERR} {pin}{COUNTERS[counter]}{run}"
+            return f"{limits}exec {launch.python} -I -c {supervised}"
         streams = f"3>&2 2>{STDERR} " if counter else ""
-        command = f"{pin}{COUNTERS.get(counter, '')}{run} {streams}> {STDOUT}"
-        if counter != "callgrind":
-            return limits + command
-        # The pids handed out while the program ran (builtins only: the shell starts nothing
-        # else), for count_of to check that every process the program started has its count.
-        return f'{limits}read a < {LAST_PID}; {command}; s=$?; read b < {LAST_PID}; echo "{PIDS} $$ $a $b" >&2; exit $s'
+        return f"{limits}{pin}{COUNTERS.get(counter, '')}{run} {streams}> {STDOUT}"
 
     def run(self, program: Program | None, test: int, counter: str = "") -> ProgramRun:
         """One run on test ``test`` in a fresh folder: its input on a pipe, its whole stdout
@@ -232,18 +240,25 @@ class Sandbox:
 
 def count_of(log: str, counter: str) -> int | None:
     """The count ``counter`` wrote to ``log`` for a program and every process it started; None
-    where it cannot be taken: a program can add lines to the counter's output, never remove one.
+    where it cannot be taken.
 
-    perf counts children itself and writes one line: a second is forged. Callgrind writes one
-    count per process, each line led by that process's id; the first line is the program's
-    own, written before the program runs. Every process's count adds (a forged one can only add),
-    but a process with two counts forged one, and one with two headers ran ``exec``, which
-    throws away the count of what it ran before: neither can be taken. Nor can a run that
-    started more processes than wrote counts (a child killed before its end writes none), where
-    the shell's pid says its PID namespace is its own (``PIDS``: one line, from the shell)."""
+    perf counts children itself and writes one line to the runner's output, which the program
+    can add lines to, never take one from: a second is forged. Callgrind's log is what the
+    supervisor wrote after its last ``MARK`` line (nothing of the program's comes after it).
+    There, callgrind writes one count per process, each line led by that process's id; the first
+    line is the program's own, written before the program runs. Every process's count adds, but
+    a process with two counts, or two headers (an ``exec`` throws away the count of what ran
+    before), cannot be taken. Nor can a run that started more processes than wrote counts (a
+    child killed before its end writes none), where the supervisor's pid says its PID namespace
+    is its own."""
     if counter == "perf":
         counts = re.findall(r"^(\d+),,instructions", log, re.MULTILINE)
         return int(counts[0]) if len(counts) == 1 else None
+    _, marked, section = log.rpartition(f"\n{MARK} ")
+    supervisor = re.match(r"(\d+) (-?\d+) (-?\d+) 1 [\d.]+\n", section)
+    if not marked or supervisor is None:
+        return None
+    log = section[supervisor.end() :]
     first = re.match(r"==(\d+)==", log)
     if first is None:
         return None
@@ -255,13 +270,16 @@ def count_of(log: str, counter: str) -> int | None:
         return None
     if len(headers) != len(set(headers)):
         return None
-    shells = re.findall(rf"^{PIDS} (\d+) (\d+) (\d+)$", log, re.MULTILINE)
-    if len(shells) != 1:
-        return None
-    shell, before, after = (int(number) for number in shells[0])
-    if shell < PRIVATE_PIDS and after - before != len(collected):
+    pid, before, after = (int(number) for number in supervisor.groups())
+    if pid < PRIVATE_PIDS and (before < 0 or after - before != len(collected)):
         return None
     return sum(counts[0] for counts in collected.values())
+
+
+def cpu_of(log: str) -> float:
+    """The CPU seconds the supervisor's line says the program's processes used (0 without it)."""
+    found = re.search(rf"\n{MARK} \d+ -?\d+ -?\d+ 1 ([\d.]+)\n", log[log.rfind(f"\n{MARK} ") :])
+    return float(found.group(1)) if found else 0.0
 
 
 def read(path: Path, limit: int) -> bytes:
