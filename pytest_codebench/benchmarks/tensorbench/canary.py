@@ -94,7 +94,7 @@ def _folders(tree: Path) -> tuple[dict[PurePosixPath, list[int]], set[str]]:
     return folders, names
 
 
-def body(draw: random.Random, fail: bool) -> str:
+def _body(draw: random.Random, fail: bool) -> str:
     a, b, word = draw.randint(2, 99), draw.randint(2, 99), draw.choice(WORDS)
     values = draw.sample(range(100), 5)
     if fail:
@@ -134,7 +134,7 @@ def plant(workspace: Path, testbed: str) -> Canaries:
     fail = draw.randint(1, len(functions) - 1)  # at least one of each
     kinds = [True] * fail + [False] * (len(functions) - fail)
     draw.shuffle(kinds)
-    text = "".join(f"\n\ndef {name}():\n{body(draw, kind)}" for name, kind in zip(functions, kinds, strict=True))
+    text = "".join(f"\n\ndef {name}():\n{_body(draw, kind)}" for name, kind in zip(functions, kinds, strict=True))
     path = (folder / f"{module}.py").as_posix()
     write_new(workspace, f"{testbed}/{path}", text.lstrip("\n").encode())
     if main:
