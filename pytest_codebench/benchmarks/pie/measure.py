@@ -17,6 +17,8 @@ from .sandbox import CandidateFailed, Program, Sandbox, count_of, cpu_of
 
 # Instruction counts of one program repeat within far less than this share of start-up.
 COUNT_NOISE = 0.01
+# Instructions and the CPU seconds of a program's processes, summed over runs.
+Usage = tuple[float, float]
 # A callgrind count must be backed by CPU time within this factor, plus this many seconds a run
 # (see ``incredible``).
 CPU_MARGIN = 3.0
@@ -62,21 +64,25 @@ def count_instructions(sandbox: Sandbox, programs: list[Program], tests: list[in
     differ. The speedup counts the interpreter's start-up, as the wall-time one does."""
     counts: dict[str, list[float]] = {}
     cpu: dict[str, float] = {}
+    candidate_runs: list[Counted] = []
     for program in programs:
         runs = [_instructions(sandbox, program, test, counter) for test in tests]
         counts[program.tag] = [sum(run.count for run in runs)]
         cpu[program.tag] = sum(run.cpu for run in runs)
-        if program.tag == "candidate" and counter == "callgrind":
-            slow = programs[0].tag  # counted first
-            why = incredible((counts[slow][0], cpu[slow]), (counts["candidate"][0], cpu["candidate"]), len(tests))
-            if why is not None:
-                raise CandidateFailed(tests[-1], Failure(Outcome.INVALID_SOLUTION, why), runs[-1].run)
+        candidate_runs = runs if program.tag == "candidate" else candidate_runs
     figures: Figures = {"metric": f"instructions ({counter})", "trials": 1}
     startup = None
+    bare = (0.0, 0.0)  # the interpreter's start-up over every test: instructions, CPU seconds
     if programs[0].language == "python":
-        one = _instructions(sandbox, None, tests[0], counter).count
-        figures["startup_instructions"] = one
-        startup = [one * len(tests)]
+        one = _instructions(sandbox, None, tests[0], counter)
+        figures["startup_instructions"] = one.count
+        startup = [one.count * len(tests)]
+        bare = (one.count * len(tests), one.cpu * len(tests))
+    if counter == "callgrind":
+        slow = programs[0].tag  # the slow program
+        why = incredible((counts[slow][0], cpu[slow]), (counts["candidate"][0], cpu["candidate"]), bare, len(tests))
+        if why is not None:
+            raise CandidateFailed(tests[-1], Failure(Outcome.INVALID_SOLUTION, why), candidate_runs[-1].run)
     figures.update(speedup_figures(counts, startup, COUNT_NOISE * startup[0] if startup else 0.0))
     figures.update({f"{tag}_instructions": count[0] for tag, count in counts.items()})
     return figures
@@ -88,16 +94,18 @@ def instruction_counter(sandbox: Sandbox) -> str:
     return "perf" if re.search(r"^\d+,,instructions", probe.output, re.MULTILINE) else "callgrind"
 
 
-def incredible(slow: tuple[float, float], candidate: tuple[float, float], runs: int) -> str | None:
-    """Why a candidate's callgrind count (instructions, CPU seconds of its processes, summed over
-    ``runs`` runs) is not backed by its CPU time, or None. Callgrind counts inside the program's
-    process, where the program can forge the count; the CPU time is the kernel's. A count that
-    claims a share of the slow program's instructions must come with at most CPU_MARGIN times
-    that share of its CPU time, plus CPU_FLOOR a run (valgrind's own start-up, which costs more
-    a instruction than a loop does). Forging can then claim no saving that CPU time does not
+def incredible(slow: Usage, candidate: Usage, bare: Usage, runs: int) -> str | None:
+    """Why a candidate's callgrind count is not backed by its CPU time, or None: each ``Usage``
+    is (instructions, CPU seconds of every process) summed over ``runs`` runs, ``bare`` the
+    interpreter's start-up alone (zero for C++). Callgrind counts inside the program's process,
+    where the program can forge the count; the CPU time is the kernel's. Beyond the start-up, a
+    count claiming a share of the slow program's instructions must come with at most CPU_MARGIN
+    times that share of its CPU time, plus CPU_FLOOR a run (valgrind's own start-up, which costs
+    more an instruction than a loop does). Forging can claim no saving that CPU time does not
     show, beyond that margin."""
-    (slow_count, slow_cpu), (count, cpu) = slow, candidate
-    allowed = CPU_MARGIN * slow_cpu * count / max(slow_count, 1.0) + CPU_FLOOR * runs
+    (slow_count, slow_cpu), (count, cpu), (bare_count, bare_cpu) = slow, candidate, bare
+    share = max(count - bare_count, 0.0) / max(slow_count - bare_count, 1.0)
+    allowed = bare_cpu + CPU_MARGIN * max(slow_cpu - bare_cpu, 0.0) * share + CPU_FLOOR * runs
     if cpu <= allowed:
         return None
     return (
