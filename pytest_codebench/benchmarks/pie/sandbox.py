@@ -14,9 +14,10 @@ Under an instruction counter, the counter follows the program's children (perf d
 callgrind with ``--trace-children``), so work handed to a child or to an ``exec`` is counted or
 refused. perf counts from outside the program, in a process of its own, and writes its count to
 the runner's output, which the program can add lines to but never take one from: a count line
-too many is tampering (see ``count_of``). Callgrind counts inside the program's process: its
-log goes to a socket only valgrind holds, read by a supervisor the program cannot reach, which
-writes it last, after every process of the program is gone (see :mod:`.supervise`).
+too many is tampering (see ``count_of``). Callgrind counts inside the program's process, where
+the program can write whatever callgrind writes: its log is read by a supervisor the program
+cannot reach, which writes it last, after every process of the program is gone, with the
+kernel's CPU time of those processes, which backs the count (see :mod:`.supervise`).
 """
 
 from __future__ import annotations
