@@ -22,7 +22,7 @@ from pytest_codebench.benchmarks.computeeval_rules import (
     unproven_exit,
 )
 from pytest_codebench.runners import RunResult
-from pytest_codebench.verdict import Outcome, Verdict
+from pytest_codebench.verdict import Outcome, Status, Verdict
 
 H100 = {"index": 0, "name": "NVIDIA H100 80GB HBM3", "compute_capability": "9.0"}
 RTX = {"index": 0, "name": "NVIDIA GeForce RTX 4090", "compute_capability": "8.9"}
@@ -116,6 +116,7 @@ def test_first_error_is_the_first_line_that_says_what_went_wrong():
     [
         (Verdict(Outcome.BUILD_ERROR, "build failed", output_tail="a.cu: error: no cudnn.h"), True),
         (Verdict(Outcome.TEST_FAILED, "test failed", output_tail="FAIL: 3 != 4"), True),
+        (Verdict(Outcome.TAMPERED, "the test program test.out: it defines memcmp"), True),
         (Verdict(Outcome.PASSED), False),
         (Verdict(Outcome.SKIPPED, "no usable CUDA GPU; build ok in 3.0 s"), False),
         (Verdict(Outcome.ERROR, "the test could not use the GPU"), False),
@@ -128,6 +129,8 @@ def test_only_a_failing_reference_makes_the_machine_unable_to_grade(reference, c
         assert verdict.outcome is Outcome.SKIPPED
         assert verdict.reason.startswith("this machine cannot grade CUDA/7: the reference fails too: ")
         assert verdict.figures["reference_outcome"] == reference.outcome.value
+        if reference.outcome is Outcome.TAMPERED:  # why, not the (empty) output
+            assert verdict.reason.endswith("too: tampered: the test program test.out: it defines memcmp")
 
 
 def guard(*records: tuple[int, str, int]) -> list[GuardRecord]:
@@ -158,15 +161,23 @@ def test_unproven_exit(records, reason):
     [
         (None, Outcome.PASSED),  # the guard does not apply (Python problems)
         (guard((1, "start", 0), (1, "return", 0)), Outcome.PASSED),
-        (guard((1, "start", 0)), Outcome.TEST_FAILED),
-        (guard(), Outcome.TEST_FAILED),
+        (guard((1, "start", 0)), Outcome.TAMPERED),
+        (guard(), Outcome.TAMPERED),
     ],
 )
 def test_exit_0_passes_only_with_the_guards_word(proof, outcome):
     verdict = judge_test(run(0, "ok"), True, timeout=30, proof=proof)
     assert verdict.outcome is outcome
-    if outcome is Outcome.TEST_FAILED:
+    if outcome is Outcome.TAMPERED:
+        assert verdict.outcome.status is Status.FAILED  # the model's failure, counted as failed
         assert verdict.reason.startswith("exit 0 is not the test's verdict: ")
+
+
+def test_a_solution_that_raised_systemexit_0_tampered_whatever_the_status():
+    proof = guard((1, "start", 0), (1, "solution_exit", 0), (1, "return", 1))
+    verdict = judge_test(run(1, "codebench: the solution (solution.py) raised SystemExit"), True, 30, proof)
+    assert verdict.outcome is Outcome.TAMPERED
+    assert verdict.reason.startswith("the solution ended the test itself")
 
 
 def test_a_killed_test_is_the_models_failure():

@@ -211,7 +211,7 @@ class ComputeEval(Benchmark):
                 return failed
         linked = computeeval_link.check(grading)
         if linked is not None:
-            return grading.verdict(Outcome.TEST_FAILED, linked)
+            return grading.verdict(Outcome.TAMPERED, linked)
         if built is not None:
             computeeval_bench.copy_tree(grading.workspace, built)
         probe: GpuProbe = self.machine(grading.runner)["gpu"]
@@ -228,7 +228,7 @@ class ComputeEval(Benchmark):
             host = computeeval_canary.Host(self.prepare, self._build_slots, lambda wait: self._gpu(gpus, wait))
             tampered = computeeval_canary.check(grading, host, timeout)
             if tampered is not None:
-                return grading.verdict(Outcome.TEST_FAILED, tampered)
+                return grading.verdict(Outcome.TAMPERED, tampered)
         return grading.conclude(judged)
 
     def _against_the_reference(self, grading: Grading, verdict: Verdict) -> Verdict:

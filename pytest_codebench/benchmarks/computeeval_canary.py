@@ -41,7 +41,6 @@ from ..runners import RunResult
 from ..verdict import Outcome
 from . import computeeval_elf, computeeval_guard
 from .computeeval_guard import GuardRecord
-from .computeeval_rules import TAMPERED
 
 # The item figure: "passed", "failed" or "skipped: why" (bench/computeeval_conformance.py counts them).
 FIGURE = "canary"
@@ -203,7 +202,7 @@ def _run(canary: Grading, host: Host, made: Built, timeout: float) -> str | None
             Step("build", command, Outcome.BUILD_ERROR, Outcome.BUILD_TIMEOUT), timeout=timeout, shared={folder: False}
         )
     if failed is not None:
-        return f"{TAMPERED}: the canary build failed where the real one passed: {failed.output_tail or failed.reason}"
+        return f"the canary build failed where the real one passed: {failed.output_tail or failed.reason}"
     unmarked = _unmarked(canary.workspace, made["marker"])
     if unmarked is not None:
         canary.figures[FIGURE] = f"skipped: {unmarked}"
@@ -213,7 +212,7 @@ def _run(canary: Grading, host: Host, made: Built, timeout: float) -> str | None
     ended = _ended(result, records, made)
     if ended is not None:
         why = "a solution that ends the program itself or forges the guard's records"
-        return f"{TAMPERED}: the canary run {ended} ({why})"
+        return f"the canary run {ended} ({why})"
     return None
 
 

@@ -34,6 +34,8 @@ ONCE_KEY = "computeeval-guard"
 NONCE_VAR = "CODEBENCH_GUARD_NONCE"
 ROOT_VAR = "CODEBENCH_GUARD_ROOT"
 SOLUTION_VAR = "CODEBENCH_GUARD_SOLUTION"
+# The Python runner's record of a SystemExit(0) the solution raised (computeeval_pyrunner).
+SOLUTION_EXIT = "solution_exit"
 PYRUNNER = Path(__file__).with_name("computeeval_pyrunner.py")
 BUILD_TIMEOUT = 120
 # The compilers tried, in order, where the commands run (nvcc needs one of them as its host compiler).
@@ -140,7 +142,9 @@ def read_records(result: RunResult, guarded: GuardedCommand, command: str) -> tu
     the test's own: its output without them, its command the one the problem gives. Each
     record's ``at`` is its place in that output (the guard flushes the program's stdio before
     its "return" record, so what main printed lies before it)."""
-    pattern = re.compile(r"\n?codebench-guard " + re.escape(guarded.nonce) + r" (\d+) (start|return) (-?\d+)\n")
+    pattern = re.compile(
+        r"\n?codebench-guard " + re.escape(guarded.nonce) + r" (\d+) (start|return|" + SOLUTION_EXIT + r") (-?\d+)\n"
+    )
     text = result.output
     records, kept, done = [], [], 0
     for match in pattern.finditer(text):

@@ -16,7 +16,6 @@ from ..errors import HarnessError
 from ..grading import Grading
 from ..runners import Runner
 from . import computeeval_elf
-from .computeeval_rules import TAMPERED
 
 ONCE_KEY = "computeeval-exports"
 # The item figure that counts the programs the check read (bench/computeeval_conformance.py sums it).
@@ -87,7 +86,7 @@ def check(grading: Grading) -> str | None:
             read += 1
             found = computeeval_elf.violations(program, exported)
             if found:
-                return f"{TAMPERED}: the test program {path.relative_to(workspace)}: {'; '.join(found)}"
+                return f"the test program {path.relative_to(workspace)}: {'; '.join(found)}"
         return None
     finally:
         grading.figures[FIGURE] = read

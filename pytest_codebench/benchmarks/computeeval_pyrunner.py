@@ -13,7 +13,8 @@ duplicate of stderr; the harness trusts exit 0 only with a "return 0" record
 runs (``-S``, then ``site.main()`` here): a ``sitecustomize`` or ``.pth`` file of the
 workspace runs after it is gone. A ``SystemExit`` raised through a frame of a solution file
 (paths in CODEBENCH_GUARD_SOLUTION) is the solution ending the test, not the test's verdict:
-status 1. What stays in this process's memory, the solution can still read: see the README.
+status 1, and a record that says so (the item is tampered). What stays in this process's
+memory, the solution can still read: see the README.
 """
 
 import os
@@ -25,6 +26,7 @@ NONCE_VAR = "CODEBENCH_GUARD_NONCE"
 ROOT_VAR = "CODEBENCH_GUARD_ROOT"
 SOLUTION_VAR = "CODEBENCH_GUARD_SOLUTION"
 MARK = "codebench-guard"
+SOLUTION_EXIT = "solution_exit"  # computeeval_guard.SOLUTION_EXIT
 
 
 def _status(code: object) -> int:
@@ -80,6 +82,7 @@ def main() -> None:
         culprit = _through_solution(exc, solution)
         if culprit is not None and status == 0:
             print(f"codebench: the solution ({culprit}) raised SystemExit, not the test", file=sys.stderr)
+            record(SOLUTION_EXIT, 0)
             status = 1
     except BaseException:
         sys.excepthook(*sys.exc_info())

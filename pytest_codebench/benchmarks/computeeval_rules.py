@@ -16,7 +16,7 @@ from typing import Any
 from .. import cuda
 from ..runners import RunResult
 from ..verdict import Outcome, Status, Verdict
-from .computeeval_guard import GuardRecord
+from .computeeval_guard import SOLUTION_EXIT, GuardRecord
 
 # What a CUDA program or PyTorch prints when it cannot reach a GPU: the machine's fault.
 NO_GPU_OUTPUT = re.compile(
@@ -32,8 +32,6 @@ SKIP_EXIT_CODE = 200
 ERROR_LINE = re.compile(r"\berror\b|\bfailed\b|\bfail\b|\bmismatch\b|assert", re.IGNORECASE)
 # What the reason of a reference check starts with: the summary counts items by it.
 CANNOT_GRADE = "this machine cannot grade"
-# What the reason of a verdict on a solution that acted inside the judge starts with.
-TAMPERED = "tampered"
 # How a test said it could not judge, kept in a verdict's figures under SKIP_KIND: a skip is
 # honoured only when the problem's reference skips the same way here.
 SKIP_KIND = "skip"
@@ -81,6 +79,9 @@ def judge_test(result: RunResult, have_gpu: bool, timeout: float, proof: list[Gu
         return Verdict.of_run(Outcome.TEST_TIMEOUT, f"test exceeded {timeout:g} s", result)
     if result.killed:
         return Verdict.of_run(Outcome.TEST_FAILED, f"test killed: {result.killed}", result)
+    ended = solution_ended(proof or ())
+    if ended is not None:
+        return Verdict.of_run(Outcome.TAMPERED, ended, result)
     no_gpu = NO_GPU_OUTPUT.search(result.output)
     if result.exit_code != 0 and no_gpu:
         kind: dict[str, float | str] = {SKIP_KIND: NO_GPU}
@@ -97,9 +98,19 @@ def judge_test(result: RunResult, have_gpu: bool, timeout: float, proof: list[Gu
     if result.exit_code == 0:
         unproven = None if proof is None else unproven_exit(proof)
         if unproven is not None:
-            return Verdict.of_run(Outcome.TEST_FAILED, f"exit 0 is not the test's verdict: {unproven}", result)
+            return Verdict.of_run(Outcome.TAMPERED, f"exit 0 is not the test's verdict: {unproven}", result)
         return Verdict(Outcome.PASSED)
     return Verdict.of_run(Outcome.TEST_FAILED, "test failed", result)
+
+
+def solution_ended(records: Iterable[GuardRecord]) -> str | None:
+    """Why the Python runner saw the solution end the test (a ``SystemExit`` with status 0
+    raised through a frame of a solution file, which it turned into status 1), else None. A
+    solution can forge this record only against itself."""
+    for record in records:
+        if record.event == SOLUTION_EXIT:
+            return f"the solution ended the test itself (SystemExit from a solution file, pid {record.pid})"
+    return None
 
 
 def unproven_exit(records: Iterable[GuardRecord]) -> str | None:
@@ -176,9 +187,11 @@ def machine_cannot_grade(task_id: str, reference: Verdict) -> Verdict | None:
     not the model, is what fails (a missing header or library, a GPU the test cannot use)."""
     if reference.outcome.status is not Status.FAILED:
         return None
+    # A tampered reference says why in its reason (a rule of the harness's), not its output.
+    why = f"{reference.outcome.value}: {reference.reason}" if reference.outcome is Outcome.TAMPERED else None
     return Verdict(
         Outcome.SKIPPED,
-        f"{CANNOT_GRADE} {task_id}: the reference fails too: {first_error(reference)}",
+        f"{CANNOT_GRADE} {task_id}: the reference fails too: {why or first_error(reference)}",
         figures={"reference_outcome": reference.outcome.value},
         excused=True,
     )
