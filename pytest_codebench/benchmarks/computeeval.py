@@ -43,6 +43,7 @@ from . import (
     computeeval_link,
     computeeval_perf,
     computeeval_profilers,
+    computeeval_pycanary,
     computeeval_releases,
     computeeval_scores,
 )
@@ -226,7 +227,8 @@ class ComputeEval(Benchmark):
         judged = judge_test(result, bool(gpus), timeout, proof)
         if judged.outcome is Outcome.PASSED:  # only a pass pays for its canary
             host = computeeval_canary.Host(self.prepare, self._build_slots, lambda wait: self._gpu(gpus, wait))
-            tampered = computeeval_canary.check(grading, host, timeout)
+            python = record.get("type") == "cuda_python"
+            tampered = (computeeval_pycanary if python else computeeval_canary).check(grading, host, timeout)
             if tampered is not None:
                 return grading.verdict(Outcome.TAMPERED, tampered)
         return grading.conclude(judged)

@@ -176,11 +176,18 @@ def check(grading: Grading, host: Host, timeout: float) -> str | None:
     if "error" in made:
         grading.figures[FIGURE] = f"skipped: {made['error']}"
         return None
+    return in_own_workspace(grading, lambda canary: _run(canary, host, made, timeout))
+
+
+def in_own_workspace(grading: Grading, run: Callable[[Grading], str | None]) -> str | None:
+    """What ``run`` found (why the item is tampered, or None), given the canary's grading in a
+    fresh workspace; its figures (``canary_*``, and ``canary`` unless it set it) and logs go to
+    the item's."""
     with _workspace(grading) as workspace:
         canary = Grading(grading.context, grading.case, workspace, grading.runner, prefix="canary-")
         tampered = None
         try:
-            tampered = _run(canary, host, made, timeout)
+            tampered = run(canary)
             return tampered
         finally:
             grading.figures.update({f"canary_{k}": v for k, v in canary.figures.items() if k != FIGURE})

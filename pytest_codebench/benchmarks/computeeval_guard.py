@@ -26,6 +26,7 @@ from ..grading import Grading
 from ..options import CACHE_DIR
 from ..runners import Runner, RunResult
 from ..workspace import normalise
+from . import computeeval_pyrunner
 from .computeeval_preload import PreloadLibrary, Recipe, build_cached, checked, hand_nonce
 
 SOURCE = Path(__file__).parent / "guard" / "main_guard.c"
@@ -115,10 +116,12 @@ def wrap(command: str, guard: PreloadLibrary, workspace: Path, python: PythonTes
     :func:`computeeval_preload.hand_nonce` does (through a file of the workspace). For a
     ``python`` test, ``python``/``python3`` in the command run the script under
     computeeval_pyrunner (shell functions: ``PYTHONPATH=. python test.py`` keeps its
-    assignment), which writes the records in the interpreter's place."""
+    assignment), which writes the records in the interpreter's place and ends a passing
+    script with the status its nonce names (``python.ending``)."""
     library = checked(guard, "main guard")
     name = f".codebench-guard-{secrets.token_hex(8)}"
-    nonce, prologue = hand_nonce(workspace / name, name, (NONCE_VAR, ROOT_VAR))
+    chosen = None if python is None else python.nonce()
+    nonce, prologue = hand_nonce(workspace / name, name, (NONCE_VAR, ROOT_VAR), chosen)
     env, shared = {"LD_PRELOAD": str(library)}, {library.parent: False}
     if python is not None:
         runner = shlex.quote(str(python.runner))
@@ -130,11 +133,20 @@ def wrap(command: str, guard: PreloadLibrary, workspace: Path, python: PythonTes
 
 @dataclasses.dataclass(frozen=True)
 class PythonTest:
-    """What guarding a Python test needs: the runner script and the solution's file paths
-    (relative to the workspace)."""
+    """What guarding a Python test needs: the runner script, the solution's file paths
+    (relative to the workspace), and the status a passing script ends with (0, or a canary's)."""
 
     runner: Path
     solution: list[str]
+    ending: int = 0
+
+    def nonce(self) -> str:
+        """A fresh nonce that names ``ending`` (see computeeval_pyrunner.ending): one in
+        len(ENDINGS) does, so a few hundred draws at most, in practice."""
+        while True:
+            nonce = secrets.token_hex(16)
+            if computeeval_pyrunner.ending(nonce) == self.ending:
+                return nonce
 
 
 def read_records(result: RunResult, guarded: GuardedCommand, command: str) -> tuple[list[GuardRecord], RunResult]:
@@ -160,13 +172,16 @@ def read_records(result: RunResult, guarded: GuardedCommand, command: str) -> tu
     return records, dataclasses.replace(result, command=command, output="".join(kept))
 
 
-def run_test(grading: Grading, command: str, *, timeout: float, gpu: str | None) -> tuple[RunResult, list[GuardRecord]]:
-    """The test command under the main guard (a Python test's script under its runner), and
-    what the guard recorded; the result is logged as the "test" phase."""
+def run_test(
+    grading: Grading, command: str, *, timeout: float, gpu: str | None, ending: int = 0
+) -> tuple[RunResult, list[GuardRecord]]:
+    """The test command under the main guard (a Python test's script under its runner, which
+    ends a passing script with ``ending``), and what the guard recorded; the result is logged
+    as the "test" phase."""
     python = None
     if grading.case.record.get("type") == "cuda_python":
         files = [str(normalise(f["path"])) for f in (grading.case.solution or {}).get("files", [])]
-        python = PythonTest(python_runner(grading.context), files)
+        python = PythonTest(python_runner(grading.context), files, ending)
     guarded = wrap(command, build(grading.context, grading.runner), grading.workspace, python)
     raw = grading.runner.run(
         guarded.command, cwd=grading.workspace, timeout=timeout, gpu=gpu, env=guarded.env, shared=guarded.shared

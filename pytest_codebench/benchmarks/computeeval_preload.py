@@ -74,15 +74,15 @@ def checked(built: PreloadLibrary, what: str) -> Path:
     return library
 
 
-def hand_nonce(file: Path, spelled: str, names: tuple[str, str]) -> tuple[str, str]:
-    """A fresh nonce, and the shell lines that hand it to the programs a command starts.
+def hand_nonce(file: Path, spelled: str, names: tuple[str, str], nonce: str | None = None) -> tuple[str, str]:
+    """A fresh nonce (or ``nonce``), and the shell lines that hand it to the programs a command starts.
 
     The nonce is written to ``file`` (new, 0600, never through a link), which the lines read
     as ``spelled`` (its name as the command sees it) and delete before the command starts: the
     shell's own environment (which ``/proc/<pid>/environ`` shows) never holds it; the programs
     it starts get it as ``names[0]``, with the workspace root as ``names[1]``, and the library
     takes it out of theirs."""
-    nonce = secrets.token_hex(16)
+    nonce = nonce or secrets.token_hex(16)
     fd = os.open(file, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     with open(fd, "w") as handle:
         handle.write(nonce + "\n")

@@ -1,8 +1,8 @@
 """The main guard of a ComputeEval Python test (``cuda_python``): a script the harness runs in
 the test's own interpreter, in place of ``python SCRIPT ARGS``, as ``python -S THIS SCRIPT ARGS``.
 
-Not imported by the plugin: copied where commands can read it (computeeval_guard). It uses
-the standard library only, whatever the interpreter.
+Copied where commands can read it (computeeval_guard); the plugin imports it only for
+:func:`ending`. It uses the standard library only, whatever the interpreter.
 
 The test imports the solution, so the solution can end the process with status 0 before the
 test judged anything (``os._exit(0)`` at import, ``sys.exit(0)`` from its function or an
@@ -15,8 +15,15 @@ workspace runs after it is gone. A ``SystemExit`` raised through a frame of a so
 (paths in CODEBENCH_GUARD_SOLUTION) is the solution ending the test, not the test's verdict:
 status 1, and a record that says so (the item is tampered). What stays in this process's
 memory, the solution can still read: see the README.
+
+A script that passed (status 0) ends with the status its nonce names (:func:`ending`): 0 in
+the real run, a status K in a canary run (computeeval_pycanary), whose nonce the harness
+chose to name K. Nothing else tells the two runs apart, and K is worked out only once the
+script has ended: a solution that forges a pass (its own records, ``os._exit(0)``, a patched
+``sys.exit``) without working it out ends the canary otherwise, and is tampered.
 """
 
+import hashlib
 import os
 import sys
 import tokenize
@@ -27,6 +34,9 @@ ROOT_VAR = "CODEBENCH_GUARD_ROOT"
 SOLUTION_VAR = "CODEBENCH_GUARD_SOLUTION"
 MARK = "codebench-guard"
 SOLUTION_EXIT = "solution_exit"  # computeeval_guard.SOLUTION_EXIT
+# What a passing script ends with: 0, or a canary's status, which means nothing else (not 1, a
+# failure; 97, the guard's refusal; 125 and above, the shell's and the signals').
+ENDINGS = [0] + [status for status in range(2, 125) if status != 97]
 
 
 def _status(code: object) -> int:
@@ -36,6 +46,11 @@ def _status(code: object) -> int:
         return code & 0xFF
     print(code, file=sys.stderr)
     return 1
+
+
+def ending(nonce: str) -> int:
+    """The status a script that passed ends with, under the run's ``nonce``."""
+    return ENDINGS[int(hashlib.sha256(nonce.encode()).hexdigest(), 16) % len(ENDINGS)]
 
 
 def _through_solution(error: BaseException, solution: set[str]) -> str | None:
@@ -93,7 +108,7 @@ def main() -> None:
         except (OSError, ValueError):
             pass
     record("return", status)
-    sys.exit(status)
+    sys.exit(status or ending(nonce))
 
 
 if __name__ == "__main__":
