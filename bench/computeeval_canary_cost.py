@@ -1,4 +1,4 @@
-"""What ComputeEval's canary run (computeeval_canary) costs a passing item, as a ratio to the
+"""What ComputeEval's canary run (guard.canary) costs a passing item, as a ratio to the
 item without it, side by side in one run.
 
     python bench/computeeval_canary_cost.py [--repeat N] [--compilers cc,nvcc]
@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 import packs  # noqa: E402
 
-from pytest_codebench.benchmarks import computeeval_canary as canary  # noqa: E402
+from pytest_codebench.benchmarks.computeeval.guard import canary  # noqa: E402
 
 BUILDS = {
     "cc": ("solution.c", "test_main.c", "cc -I . -o test.out solution.c test_main.c"),

@@ -187,7 +187,7 @@ def plugin_figures(report: Path, seconds: float, output: str) -> dict[str, Any]:
         "speedups": speedups,
         "perf": {key: sum(key in f for f in figures) for key in ("perf_skipped", "perf_failed", "perf_suspect")},
         "perf_reasons": sorted({str(f[key]) for f in figures for key in ("perf_skipped", "perf_failed") if key in f}),
-        # The link check (computeeval_link) on NVIDIA's references: every refusal is a false positive.
+        # The link check (guard.link) on NVIDIA's references: every refusal is a false positive.
         "linked_programs": sum(int(f.get("linked_programs") or 0) for f in figures),
         "link_refused": sorted(item["task_id"] for item in items if "tampered: " in (item.get("reason") or "")),
     }

@@ -1,4 +1,4 @@
-"""What ComputeEval's link check (computeeval_link) costs an item, as a ratio to the item
+"""What ComputeEval's link check (guard.link) costs an item, as a ratio to the item
 without it, side by side in one run.
 
     python bench/computeeval_link_cost.py [--repeat N] [--compilers cc,nvcc]
@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 import packs  # noqa: E402
 
-from pytest_codebench.benchmarks import computeeval_elf  # noqa: E402
+from pytest_codebench.benchmarks.computeeval.guard import elf  # noqa: E402
 
 BUILDS = {
     "cc": ("solution.c", "test_main.c", ["cc", "-I", ".", "-o", "test.out", "solution.c", "test_main.c"]),
@@ -35,7 +35,7 @@ BUILDS = {
 
 
 def exports(soname: str) -> frozenset[str]:
-    """What computeeval_link's probe lists, here: the library's dynamic exports (nm)."""
+    """What guard.link's probe lists, here: the library's dynamic exports (nm)."""
     found = subprocess.run(["ldconfig", "-p"], capture_output=True, text=True, check=True).stdout
     paths = [line.split()[-1] for line in found.splitlines() if line.strip().startswith(soname + " ")]
     if not paths:
@@ -50,7 +50,7 @@ def check(folder: Path, cache: dict[str, frozenset[str]]) -> list[str]:
             cache[soname] = exports(soname)
         return cache[soname]
 
-    return [v for _, program in computeeval_elf.programs(folder) for v in computeeval_elf.violations(program, exported)]
+    return [v for _, program in elf.programs(folder) for v in elf.violations(program, exported)]
 
 
 def timed(action) -> float:  # type: ignore[no-untyped-def]

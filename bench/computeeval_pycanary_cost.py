@@ -1,10 +1,10 @@
-"""What ComputeEval's canary run of a Python test (computeeval_pycanary) costs a passing item,
+"""What ComputeEval's canary run of a Python test (guard.pycanary) costs a passing item,
 as a ratio to the item without it, side by side in one run.
 
     python bench/computeeval_pycanary_cost.py [--repeat N] [--imports numpy,...]
 
 tests/test_exploits_computeeval.py's Python add() problem is written, "built" (its build
-command) and its test run under the Python runner (computeeval_pyrunner) as an item would, N
+command) and its test run under the Python runner (guard.pyrunner) as an item would, N
 times, each followed by its canary: a fresh copy of the files, built again, and the test run
 under the runner with a nonce that names a canary status. ``--imports`` adds modules the
 solution imports (a real cuda_python solution imports cupy, numba or torch: the interpreter's
@@ -28,8 +28,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from test_exploits_computeeval import PY_HONEST, PY_TEST, python_problem  # noqa: E402
 
-from pytest_codebench.benchmarks import computeeval_guard as guard  # noqa: E402
-from pytest_codebench.benchmarks import computeeval_pyrunner as pyrunner  # noqa: E402
+from pytest_codebench.benchmarks.computeeval.guard import main_guard as guard  # noqa: E402
+from pytest_codebench.benchmarks.computeeval.guard import pyrunner  # noqa: E402
 
 STATUS = 42
 PROBLEM = python_problem("P/1")

@@ -29,10 +29,11 @@ from typing import Any
 
 import pytest
 
-from pytest_codebench import fixtures, grading, reuse, session, store
-from pytest_codebench.benchmarks import computeeval
+from pytest_codebench import fixtures, grading, session
+from pytest_codebench.benchmarks.computeeval import benchmark as computeeval
 from pytest_codebench.once import SlotPool
 from pytest_codebench.runners import local, quota
+from pytest_codebench.sweeps import reuse, store
 
 # Each part, and the functions whose own time it is.
 PARTS: dict[str, list[tuple[Any, str]]] = {

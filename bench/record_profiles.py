@@ -32,7 +32,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from pytest_codebench.benchmarks import computeeval_profilers as profilers  # noqa: E402
+from pytest_codebench.benchmarks.computeeval.perf import profilers  # noqa: E402
 from pytest_codebench.context import RunContext  # noqa: E402
 from pytest_codebench.options import CACHE_DIR, ENV, OUTPUT_LIMIT, Settings  # noqa: E402
 from pytest_codebench.runners import sandbox  # noqa: E402

@@ -38,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 import packs  # type: ignore[import-not-found]  # noqa: E402 - the tests' datapack writer (tests/ is no package)
 from overhead import problems  # noqa: E402 - the trivial tasks bench/overhead.py grades
 
-from pytest_codebench.store import FILE_NAME, TABLE  # noqa: E402
+from pytest_codebench.sweeps.store import FILE_NAME, TABLE  # noqa: E402
 
 BUILD = "cc -O2 -I include -o test.out solution.c test/test_main.c"
 PYTEST = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly"]

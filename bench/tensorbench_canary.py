@@ -37,7 +37,7 @@ SAMPLE = ROOT / "datasets" / "tensorbench"
 sys.path.insert(0, str(ROOT))
 
 from pytest_codebench.benchmarks.tensorbench import canary, twin, witness  # noqa: E402
-from pytest_codebench.patches import parse  # noqa: E402
+from pytest_codebench.workspace.patches import parse  # noqa: E402
 
 
 def load_pack():

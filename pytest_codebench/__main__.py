@@ -1,5 +1,5 @@
 """``python -m pytest_codebench merge ...``: see :mod:`.merge`."""
 
-from .merge import main
+from .reports.merge import main
 
 raise SystemExit(main())

@@ -20,14 +20,14 @@ from typing import Any, ClassVar
 import pytest
 
 from .cases import Case, Dataset
-from .comparison import Row, pass_at_k_columns
 from .context import RunContext, slug
 from .errors import HarnessError
 from .grading import Grading
 from .options import DATASET, SOLUTIONS, Option
-from .reporting import ItemResult, Summary
+from .reports.comparison import Row, pass_at_k_columns
+from .reports.reporting import ItemResult, Summary
 from .runners import Runner
-from .sweeps import SolutionSet, find_sets
+from .sweeps.solution_sets import SolutionSet, find_sets
 from .verdict import Verdict
 
 __all__ = ["Benchmark", "Case", "Dataset", "RunContext", "Sample", "Summary", "join_samples", "slug"]
@@ -148,7 +148,7 @@ class Benchmark(abc.ABC):
         """Extra facts for the JSON report (probed toolkit, GPU...)."""
         return {}
 
-    # -- what decides a verdict (the verdict store's key, see verdict_keys) ----------------------
+    # -- what decides a verdict (the verdict store's key, see sweeps.verdict_keys) ----------------------
 
     def answer(self, case: Case) -> Any:
         """The part of the case's solution that its verdict depends on, as JSON data: two

@@ -17,9 +17,9 @@ from typing import Any, TypedDict
 
 import pytest
 
-from . import cleanup
 from .once import LOCK_DIR, once
 from .options import RUN_DIR, Settings
+from .workspace import cleanup
 
 SETTINGS_KEY = pytest.StashKey[Settings]()
 # The controller names the run; xdist workers get its folder through workerinput, with a token

@@ -13,17 +13,17 @@ from typing import Any, NoReturn, TypeVar
 import pytest
 
 from .cases import Case
-from .checkout import Mirror, resolve_url
-from .cleanup import remove_tree
 from .context import SETTINGS_KEY, RunContext, slug
 from .errors import DatasetError, HarnessError
-from .gpu_scheduler import GpuScheduler
+from .gpu.scheduler import GpuScheduler
 from .grading import EXPOSURE_KEY, VERDICT_KEY, Exposure, Grading
 from .options import BENCHMARK, CACHE_DIR, KEEP_WORKSPACES, REPO
-from .reuse import ORIGIN_KEY
 from .runners import GpuProbe, Runner, RunResult
 from .session import STATE_KEY, CodebenchSession
+from .sweeps.reuse import ORIGIN_KEY
 from .verdict import Outcome, Verdict
+from .workspace.checkout import Mirror, resolve_url
+from .workspace.cleanup import remove_tree
 
 # Where an engine must be there (CI), its absence fails container fixtures instead of skipping.
 REQUIRE_DOCKER = "CODEBENCH_REQUIRE_DOCKER"

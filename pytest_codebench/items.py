@@ -22,7 +22,7 @@ from .benchmark import Benchmark
 from .cases import Case, Dataset
 from .errors import DatasetError, HarnessError
 from .options import SHARD
-from .shards import shard_of
+from .sweeps.shards import shard_of
 from .verdict import Status, Verdict
 
 # Stripped from a dataset's file name for its node id: they say how it is stored, not which it is.

@@ -17,8 +17,8 @@ from typing import Any, Generic, Literal, TypeVar
 
 import pytest
 
-from .shards import parse_shard
-from .sweeps import SolutionSpec, parse_solutions
+from .sweeps.shards import parse_shard
+from .sweeps.solution_sets import SolutionSpec, parse_solutions
 
 T = TypeVar("T")
 N = TypeVar("N", int, float)

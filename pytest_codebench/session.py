@@ -9,15 +9,15 @@ from typing import Any
 
 import pytest
 
-from . import markdown
 from .benchmark import Benchmark
-from .comparison import ModelSummary, model_summaries, table, text_table
 from .context import HOSTS_KEY, RunContext
 from .grading import EXPOSURE_KEY, VERDICT_KEY, Exposure
-from .harness import harness_version
 from .items import CodebenchItem, DatasetFile, place_skip
 from .options import ALLOW_ERRORS, FAIL_UNDER, MARKDOWN, REPORT, RUNNER, SHARD, Settings, Threshold
-from .reporting import (
+from .reports import markdown
+from .reports.comparison import ModelSummary, model_summaries, table, text_table
+from .reports.harness import harness_version
+from .reports.reporting import (
     ItemResult,
     RunInfo,
     Summary,
@@ -30,8 +30,8 @@ from .reporting import (
     outcome_of,
     write_report,
 )
-from .reuse import ORIGIN_KEY, Reuse, reuse_lines, run_identity
 from .runners import Runner, get_runner_class
+from .sweeps.reuse import ORIGIN_KEY, Reuse, reuse_lines, run_identity
 from .verdict import Outcome, Verdict
 
 STATE_KEY = pytest.StashKey["CodebenchSession"]()

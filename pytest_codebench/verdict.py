@@ -6,7 +6,7 @@ import dataclasses
 import enum
 from typing import TYPE_CHECKING, Any
 
-from .text import printable
+from .runners.text import printable
 
 if TYPE_CHECKING:
     from .runners import RunResult

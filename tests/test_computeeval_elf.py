@@ -1,4 +1,4 @@
-"""The link check's rules (computeeval_elf) on programs built here with cc and c++: what a real
+"""The link check's rules (elf) on programs built here with cc and c++: what a real
 linker writes, read by the harness's own ELF reader."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_codebench.benchmarks import computeeval_elf
+from pytest_codebench.benchmarks.computeeval.guard import elf
 
 pytestmark = pytest.mark.skipif(not (shutil.which("cc") and shutil.which("nm")), reason="needs cc and nm")
 
@@ -26,9 +26,9 @@ def built(tmp_path: Path, source: str, *flags: str, cxx: bool = False) -> list[s
     name = "main.cpp" if cxx else "main.c"
     (tmp_path / name).write_text(source)
     subprocess.run(["c++" if cxx else "cc", "-o", "test.out", name, *flags], cwd=tmp_path, check=True)
-    found = list(computeeval_elf.programs(tmp_path))
+    found = list(elf.programs(tmp_path))
     assert [path.name for path, _ in found] == ["test.out"]
-    return computeeval_elf.violations(found[0][1], exports)
+    return elf.violations(found[0][1], exports)
 
 
 HONEST_C = '#include <stdio.h>\nint main(void) { fprintf(stdout, "ok\\n"); return 0; }\n'
@@ -76,7 +76,7 @@ def test_files_that_are_not_dynamically_linked_programs_are_not_read(tmp_path):
     subprocess.run(["cc", "-c", "-o", "lib.o", "lib.c"], cwd=tmp_path, check=True)
     (tmp_path / "lib.o").chmod(0o755)
     (tmp_path / "link").symlink_to("/bin/ls")
-    assert list(computeeval_elf.programs(tmp_path)) == []
+    assert list(elf.programs(tmp_path)) == []
 
 
 def test_a_hidden_definition_of_a_library_function_breaks_a_rule(tmp_path):

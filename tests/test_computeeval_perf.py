@@ -17,8 +17,8 @@ import perf_packs
 import pytest
 from perf_packs import REFERENCE_MS, sleeper
 
-from pytest_codebench.benchmarks.computeeval_guard import GuardedCommand, read_records
-from pytest_codebench.benchmarks.computeeval_timing import (
+from pytest_codebench.benchmarks.computeeval.guard.main_guard import GuardedCommand, read_records
+from pytest_codebench.benchmarks.computeeval.perf.timing import (
     Side,
     TimingError,
     TimingMode,
@@ -485,7 +485,7 @@ def test_timing_holds_its_gpu_alone_while_tests_share_theirs_within_the_slots(py
             intervals.setdefault((kind, gpu), []).append((task, open_.pop((kind, task, gpu)), int(stamp_ns)))
     assert not open_
     tests = {gpu: runs for (kind, gpu), runs in intervals.items() if kind == "test"}
-    # Each item's test, then its canary's (computeeval_canary: a passing test runs once more),
+    # Each item's test, then its canary's (guard.canary: a passing test runs once more),
     # both under the slots.
     assert sum(map(len, tests.values())) == 2 * 8 and set(tests) <= {"0", "1"}
     # A timed phase spans its item's first to last timed run, all on one GPU.

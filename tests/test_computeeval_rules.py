@@ -6,8 +6,8 @@ from pathlib import PurePosixPath
 
 import pytest
 
-from pytest_codebench.benchmarks.computeeval_guard import GuardRecord
-from pytest_codebench.benchmarks.computeeval_rules import (
+from pytest_codebench.benchmarks.computeeval.guard.main_guard import GuardRecord
+from pytest_codebench.benchmarks.computeeval.rules import (
     NO_GPU,
     SKIP_EXIT,
     SKIP_KIND,

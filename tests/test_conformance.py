@@ -19,12 +19,12 @@ from pathlib import Path
 
 import pytest
 
-from pytest_codebench.benchmarks.computeeval import ComputeEval
-from pytest_codebench.benchmarks.computeeval_releases import Resolved, resolve
+from pytest_codebench.benchmarks.computeeval.benchmark import ComputeEval
+from pytest_codebench.benchmarks.computeeval.loading.releases import Resolved, resolve
+from pytest_codebench.benchmarks.computeeval.sourcecode import missing_references
 from pytest_codebench.context import RunContext, slug
 from pytest_codebench.errors import HarnessError
 from pytest_codebench.options import CORE_OPTIONS, Settings
-from pytest_codebench.sourcecode import missing_references
 
 RELEASES = ("2025-1", "2025-2", "2025-3", "2026-1")
 # Problems graded per (release, group): 20 pairs, and 2025-1 has a single cublas problem, so 39;
@@ -202,7 +202,7 @@ def test_reference_solutions_build_or_skip_for_a_stated_reason(release, releases
         or (item["status"] == "skipped" and not ACCEPTED_SKIPS.match(item["reason"] or ""))
     ]
     assert not wrong, f"references of {release} that did not build or skip for a stated reason:\n" + "\n".join(wrong)
-    # The link check (computeeval_link) read every built reference's test program and refused
+    # The link check (guard.link) read every built reference's test program and refused
     # none: on NVIDIA's own references a refusal is a false positive of its rules.
     refused = [
         f"{task_id}: {item['reason']}" for task_id, item in items.items() if "tampered: " in (item["reason"] or "")

@@ -14,7 +14,7 @@ import packs
 import pytest
 from test_sample import EXPECTED
 
-from pytest_codebench.cuda import version_tuple
+from pytest_codebench.gpu.cuda import version_tuple
 from pytest_codebench.runners.docker_images import HostToolkit, declared, host_cuda_toolkit, parse_dryrun
 
 BASE = packs.DOCKER_BASE

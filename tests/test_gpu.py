@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_codebench import cuda
+from pytest_codebench.gpu import cuda
 from pytest_codebench.runners.local import LocalRunner
 
 PROBE = cuda.probe_gpus()

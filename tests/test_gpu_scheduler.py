@@ -23,7 +23,7 @@ import pytest
 
 from conftest import junit_items
 from pytest_codebench.errors import HarnessError
-from pytest_codebench.gpu_scheduler import SHARE_CAP, GpuScheduler, parse_slots
+from pytest_codebench.gpu.scheduler import SHARE_CAP, GpuScheduler, parse_slots
 
 # One process holding the scheduler: ``rounds`` times (``pause`` seconds apart), takes ``kind``
 # (shared or exclusive; ``nest`` shared holds at once, of which it keeps those in ``keep``),
@@ -32,7 +32,7 @@ from pytest_codebench.gpu_scheduler import SHARE_CAP, GpuScheduler, parse_slots
 HOLDER = """
 import json, os, sys, time
 from pathlib import Path
-from pytest_codebench.gpu_scheduler import GpuScheduler
+from pytest_codebench.gpu.scheduler import GpuScheduler
 
 cfg = json.loads(sys.argv[1])
 scheduler = GpuScheduler(Path(cfg["locks"]), cfg["gpus"], cfg["slots"])

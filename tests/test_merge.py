@@ -15,8 +15,8 @@ import packs
 import pytest
 
 from conftest import Run
-from pytest_codebench.merge import MergeError, merge, settings_of
 from pytest_codebench.options import CORE_OPTIONS, FAIL_UNDER, SHARD, K, Threshold
+from pytest_codebench.reports.merge import MergeError, merge, settings_of
 
 TASKS = [f"T/{n}" for n in range(8)]
 # What a run and a merge of its shards must agree on, to the last digit.

@@ -268,8 +268,8 @@ def test_the_wheel_holds_the_plugin_and_its_samples_and_nothing_else(wheel: Path
     dockerfiles = {str(p.relative_to(ROOT)) for p in (ROOT / "pytest_codebench" / "images").glob("*.Dockerfile")}
     # Preload libraries' sources, built where the commands run.
     preloads = {
-        "pytest_codebench/benchmarks/guard/main_guard.c",
-        "pytest_codebench/benchmarks/profiler/cupti_profile.cpp",
+        "pytest_codebench/benchmarks/computeeval/guard/main_guard.c",
+        "pytest_codebench/benchmarks/computeeval/perf/cupti_profile.cpp",
     }
     assert package == modules | dockerfiles | preloads | {"pytest_codebench/py.typed"}
     samples = {

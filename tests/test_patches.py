@@ -8,10 +8,10 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
-from pytest_codebench.checkout import Mirror
-from pytest_codebench.patches import apply, confined, parse, unquote
-from pytest_codebench.vacuous import vacuous_tests
-from pytest_codebench.workspace import UnsafePath
+from pytest_codebench.benchmarks.tensorbench.vacuous import vacuous_tests
+from pytest_codebench.workspace.checkout import Mirror
+from pytest_codebench.workspace.files import UnsafePath
+from pytest_codebench.workspace.patches import apply, confined, parse, unquote
 
 ADD_TEST = """\
 diff --git a/tests/test_x.py b/tests/test_x.py

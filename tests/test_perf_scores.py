@@ -1,4 +1,4 @@
-"""ComputeEval's perf metrics (computeeval_scores): pure rules over made-up results.
+"""ComputeEval's perf metrics (perf.scores): pure rules over made-up results.
 
 Each rule has a direct test: best@k takes the best of the first k samples; a suspect speedup
 is out of the geomean and fast_p unless accepted (its problem stays in fast_p's denominator,
@@ -13,9 +13,9 @@ import math
 
 import pytest
 
-from pytest_codebench.benchmarks.computeeval_scores import describe_perf, perf_metrics, perf_scores
+from pytest_codebench.benchmarks.computeeval.perf.scores import describe_perf, perf_metrics, perf_scores
 from pytest_codebench.cases import Case
-from pytest_codebench.reporting import ItemResult, item_result
+from pytest_codebench.reports.reporting import ItemResult, item_result
 from pytest_codebench.verdict import Outcome, Verdict
 
 

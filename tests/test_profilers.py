@@ -1,5 +1,5 @@
-"""The profilers behind ComputeEval's timing modes (benchmarks/computeeval_profilers.py and
-computeeval_cupti.py, which builds our CUPTI library).
+"""The profilers behind ComputeEval's timing modes (benchmarks/computeeval/perf/profilers.py and
+perf/cupti.py, which builds our CUPTI library).
 
 Three kinds of test:
 
@@ -24,8 +24,8 @@ from typing import Any
 
 import pytest
 
-from pytest_codebench.benchmarks import computeeval_cupti
-from pytest_codebench.benchmarks.computeeval_profilers import (
+from pytest_codebench.benchmarks.computeeval.perf import cupti
+from pytest_codebench.benchmarks.computeeval.perf.profilers import (
     CuptiProfiler,
     Profile,
     ProfiledCommand,
@@ -169,7 +169,7 @@ def stub(pytestconfig: pytest.Config, tmp_path_factory: pytest.TempPathFactory) 
     runner = LocalRunner(make_context(pytestconfig, base))
     build = base / "build"
     build.mkdir()
-    for source in (*STUB.iterdir(), computeeval_cupti.SOURCE):
+    for source in (*STUB.iterdir(), cupti.SOURCE):
         shutil.copy(source, build)
     result = runner.run(STUB_BUILD, cwd=build, timeout=300)
     if result.exit_code == 127:

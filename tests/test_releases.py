@@ -16,8 +16,8 @@ from pathlib import Path
 import packs
 import pytest
 
-from pytest_codebench.benchmarks.computeeval_releases import looks_like_release, versions_to_try
-from pytest_codebench.benchmarks.computeeval_wheel import check_member, record_digest, record_entry
+from pytest_codebench.benchmarks.computeeval.loading.releases import looks_like_release, versions_to_try
+from pytest_codebench.benchmarks.computeeval.loading.wheel import check_member, record_digest, record_entry
 from pytest_codebench.errors import DatasetError
 
 FORCE = "--codebench-run-without-gpu"
@@ -248,7 +248,7 @@ def test_an_unknown_release_lists_the_releases_the_wheel_holds(pytester, codeben
 def test_processes_resolving_at_once_download_once(tmp_path, local_index):
     script = (
         "import sys; from pathlib import Path\n"
-        "from pytest_codebench.benchmarks.computeeval_releases import resolve\n"
+        "from pytest_codebench.benchmarks.computeeval.loading.releases import resolve\n"
         "print(resolve('2026-1', Path(sys.argv[1]), lambda line: print(line, file=sys.stderr)).path)\n"
     )
     cache = tmp_path / "cache"

@@ -15,7 +15,7 @@ from pathlib import Path
 import packs
 import pytest
 
-from pytest_codebench.store import TABLE
+from pytest_codebench.sweeps.store import TABLE
 
 TASKS = [f"T/{n}" for n in range(8)]
 # Each build takes a moment, so that the run can be caught half way.

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from pytest_codebench import cuda
+from pytest_codebench.gpu import cuda
 
 SAMPLE = Path(__file__).parents[1] / "datasets" / "computeeval"
 EXPECTED = json.loads((SAMPLE / "expected.json").read_text())

@@ -90,7 +90,7 @@ def test_one_gpu_slot_gives_tests_the_gpu_one_at_a_time(pytester: pytest.Pyteste
     run = codebench(*dataset(pytester, *problems), *SHARED_LOG, "--codebench-gpu-slots", "1")
     run.result.assert_outcomes(passed=4)
     # Never two tests on the GPU at once: the item's, then its canary's (a passing test runs
-    # once more, computeeval_canary), each in the one slot.
+    # once more, guard.canary), each in the one slot.
     assert in_time_order(log) == ["start", "end"] * 2 * 4
 
 

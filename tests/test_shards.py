@@ -8,7 +8,7 @@ import json
 import packs
 import pytest
 
-from pytest_codebench.shards import parse_shard, shard_of
+from pytest_codebench.sweeps.shards import parse_shard, shard_of
 
 TASKS = [f"T/{n}" for n in range(12)]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_codebench.sourcecode import code_tokens, language_for, missing_references
+from pytest_codebench.benchmarks.computeeval.sourcecode import code_tokens, language_for, missing_references
 
 
 def markers(source: str) -> list[str]:

@@ -1,4 +1,4 @@
-"""The benchmark-neutral speedup measure (pytest_codebench.speedup): interleaved trials, the
+"""The benchmark-neutral speedup measure (pytest_codebench.benchmarks.speedup): interleaved trials, the
 paired ratio's interval, start-up taken out, and adaptive trials that stop once the interval
 has decided, on made-up times (a deterministic fake measure: no process, no clock)."""
 
@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from pytest_codebench.speedup import (
+from pytest_codebench.benchmarks.speedup import (
     Interval,
     Stopping,
     Trials,

@@ -18,12 +18,12 @@ import packs
 import pytest
 
 from conftest import no_sandbox
-from pytest_codebench.benchmarks.computeeval_perf import PERF
+from pytest_codebench.benchmarks.computeeval.perf.phase import PERF
 from pytest_codebench.options import CORE_OPTIONS, ENV, OUTPUT_LIMIT, REPORT, STORE, Settings
 from pytest_codebench.runners.local import sandbox_state
-from pytest_codebench.store import TABLE, Stored, VerdictStore
+from pytest_codebench.sweeps.store import TABLE, Stored, VerdictStore
+from pytest_codebench.sweeps.verdict_keys import RunIdentity, content_key, digest, grading_settings, shareable, storable
 from pytest_codebench.verdict import Outcome, Verdict
-from pytest_codebench.verdict_keys import RunIdentity, content_key, digest, grading_settings, shareable, storable
 
 FORCE = "--codebench-run-without-gpu"
 TASKS = [f"T/{n}" for n in range(4)]
@@ -75,7 +75,7 @@ def test_only_the_models_verdicts_are_stored_and_excused_ones_shared_within_a_ru
 
 
 def test_timing_verdicts_are_reused_only_on_their_machine(run_context):
-    from pytest_codebench.benchmarks.computeeval import ComputeEval
+    from pytest_codebench.benchmarks.computeeval.benchmark import ComputeEval
     from pytest_codebench.benchmarks.pie.benchmark import Pie
 
     assert Pie(run_context).timed
@@ -132,7 +132,7 @@ WRITER = textwrap.dedent(
     """
     import sys
     from pathlib import Path
-    from pytest_codebench.store import Stored, VerdictStore
+    from pytest_codebench.sweeps.store import Stored, VerdictStore
     from pytest_codebench.verdict import Outcome, Verdict
     store = VerdictStore(Path(sys.argv[1]))
     n = int(sys.argv[2])

@@ -18,15 +18,22 @@ from tensorbench_data import SAMPLE
 from test_pie import FAST, SLOW, WRONG, write_pie
 
 from conftest import Run, no_sandbox
-from pytest_codebench.benchmarks.computeeval import ComputeEval
+from pytest_codebench.benchmarks.computeeval.benchmark import ComputeEval
 from pytest_codebench.benchmarks.tensorbench import TensorBench
-from pytest_codebench.comparison import ModelSummary, model_summaries, text_table
 from pytest_codebench.context import RunContext
-from pytest_codebench.markdown import render
 from pytest_codebench.options import DATASET, SOLUTIONS, Settings
-from pytest_codebench.reporting import Summary, crash_result
+from pytest_codebench.reports.comparison import ModelSummary, model_summaries, text_table
+from pytest_codebench.reports.markdown import render
+from pytest_codebench.reports.reporting import Summary, crash_result
 from pytest_codebench.runners.local import sandbox_state
-from pytest_codebench.sweeps import SolutionSet, SolutionSpec, find_sets, model_id, parse_solutions, split_id
+from pytest_codebench.sweeps.solution_sets import (
+    SolutionSet,
+    SolutionSpec,
+    find_sets,
+    model_id,
+    parse_solutions,
+    split_id,
+)
 
 TASKS = ["T/0", "T/1", "T/2"]
 SUFFIXES = ("-solutions.tar.gz",)

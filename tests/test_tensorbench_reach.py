@@ -13,7 +13,7 @@ import pytest
 from tensorbench_data import categories, pack, prediction, task, write_dataset
 
 from pytest_codebench.benchmarks.tensorbench.edits import static_edits
-from pytest_codebench.patches import parse
+from pytest_codebench.workspace.patches import parse
 
 B = pack.commit_b()
 GOOD = pack._with_sub(B)

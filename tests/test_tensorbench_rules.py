@@ -19,7 +19,7 @@ from pytest_codebench.benchmarks.tensorbench.rules import (
     with_vacuous,
 )
 from pytest_codebench.errors import HarnessError
-from pytest_codebench.junit import SuiteReport
+from pytest_codebench.reports.junit import SuiteReport
 from pytest_codebench.runners import RunResult
 from pytest_codebench.verdict import Outcome, Verdict
 

@@ -4,7 +4,7 @@ from pathlib import PurePosixPath
 
 import pytest
 
-from pytest_codebench.workspace import UnsafePath, guarded_paths, normalise, write_file
+from pytest_codebench.workspace.files import UnsafePath, guarded_paths, normalise, write_file
 
 TESTS = [PurePosixPath("test/test_main.cu"), PurePosixPath("test_x.py")]
 

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypedDict
 from ..context import RunContext
 from ..errors import HarnessError
 from ..options import ENV, OUTPUT_LIMIT, Option
-from ..text import printable
+from .text import printable
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack

@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from filelock import FileLock
 
-from .. import cuda
 from ..context import RunContext
 from ..errors import HarnessError
+from ..gpu import cuda
 from ..options import CACHE_DIR, DATASET, SOLUTIONS, Settings
 from . import PROVISION_SCRIPT, GpuProbe, OutputCap, RunHow, Runner, RunResult, Toolchain
 from . import sandbox as bwrap

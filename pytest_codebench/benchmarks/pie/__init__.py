@@ -2,9 +2,9 @@
 ``rules``, ``measure``, ``report``, and the benchmark that ties them (``benchmark``).
 
 ``measure`` times and counts PIE's programs; the paired-ratio timing and its bootstrap interval,
-for any benchmark, are in ``pytest_codebench.speedup``."""
+for any benchmark, are in ``pytest_codebench.benchmarks.speedup``."""
 
-from ...speedup import bootstrap_ratio
+from ..speedup import bootstrap_ratio
 from .benchmark import Pie
 from .load import normalise_code
 from .rules import accuracy

@@ -22,20 +22,20 @@ import statistics
 from pathlib import Path
 from typing import Any, cast
 
-from ...benchmark import Benchmark
-from ...cases import Case, Dataset
-from ...comparison import Row
-from ...context import RunContext
-from ...errors import DatasetError
-from ...grading import Grading
-from ...options import ADAPTIVE_TRIALS, DATASET, OUTPUT_LIMIT, SOLUTIONS, K
-from ...records import sha256_file
-from ...reporting import ItemResult, Summary
-from ...runners import Runner
-from ...speedup import Figures, Stopping
-from ...sweeps import SolutionSet, sweep
-from ...verdict import Outcome, Verdict
-from ..computeeval_perf import ACCEPT_SUSPECT, MAX_SPEEDUP
+from pytest_codebench.benchmark import Benchmark
+from pytest_codebench.cases import Case, Dataset
+from pytest_codebench.context import RunContext
+from pytest_codebench.errors import DatasetError
+from pytest_codebench.grading import Grading
+from pytest_codebench.options import ADAPTIVE_TRIALS, DATASET, OUTPUT_LIMIT, SOLUTIONS, K
+from pytest_codebench.reports.comparison import Row
+from pytest_codebench.reports.reporting import ItemResult, Summary
+from pytest_codebench.runners import Runner
+from pytest_codebench.sweeps.solution_sets import SolutionSet, sweep
+from pytest_codebench.verdict import Outcome, Verdict
+
+from ..records import sha256_file
+from ..speedup import ACCEPT_SUSPECT, MAX_SPEEDUP, Figures, Stopping
 from .config import (
     CONFIG,
     CXX,

@@ -16,9 +16,10 @@ from typing import Any
 
 import yaml
 
-from ...errors import DatasetError
-from ...options import Option, choice, int_option, parse_bool, positive, text_option
-from ..computeeval_perf import ACCEPT_SUSPECT, MAX_SPEEDUP
+from pytest_codebench.errors import DatasetError
+from pytest_codebench.options import Option, choice, int_option, parse_bool, positive, text_option
+
+from ..speedup import ACCEPT_SUSPECT, MAX_SPEEDUP
 
 LANGUAGES = ("python", "cpp")
 

@@ -13,9 +13,10 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ...cases import Case
-from ...errors import DatasetError
-from ...records import Line, read_jsonl
+from pytest_codebench.cases import Case
+from pytest_codebench.errors import DatasetError
+
+from ..records import Line, read_jsonl
 from .config import EvalConfig, located
 from .sandbox import COUNTED_SLOWDOWN
 

@@ -1,5 +1,5 @@
 """Measuring PIE's programs in their :class:`~.sandbox.Sandbox`: wall time, interleaved in
-adaptive trials (the timing itself, for any benchmark, is in :mod:`pytest_codebench.speedup`),
+adaptive trials (the timing itself, for any benchmark, is in :mod:`pytest_codebench.benchmarks.speedup`),
 or user-space instructions (perf, or callgrind where perf is not allowed).
 """
 
@@ -9,9 +9,10 @@ import dataclasses
 import re
 import statistics
 
-from ...errors import HarnessError
-from ...speedup import Figures, Stopping, noise_floor, speedup_figures, timed_trials, trial_figures
-from ...verdict import Outcome
+from pytest_codebench.errors import HarnessError
+from pytest_codebench.verdict import Outcome
+
+from ..speedup import Figures, Stopping, noise_floor, speedup_figures, timed_trials, trial_figures
 from .rules import Failure, ProgramRun
 from .sandbox import CandidateFailed, Program, Sandbox, count_of, cpu_of
 

@@ -15,10 +15,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypedDict
 
-from ...cases import Case
-from ...reporting import ItemResult, Summary, examples, outcome_of, scored
-from ...speedup import describe_trials, trial_metrics
-from ...verdict import Outcome
+from pytest_codebench.cases import Case
+from pytest_codebench.reports.reporting import ItemResult, Summary, examples, outcome_of, scored
+from pytest_codebench.verdict import Outcome
+
+from ..speedup import describe_trials, trial_metrics
 from .load import PieRow
 from .measure import UNMEASURED
 

@@ -13,8 +13,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from ...runners import RunResult
-from ...verdict import Outcome
+from pytest_codebench.runners import RunResult
+from pytest_codebench.verdict import Outcome
 
 FLOAT_TOLERANCE = decimal.Decimal("1e-3")
 INTEGER = re.compile(r"[+-]?[0-9]+")

@@ -33,9 +33,10 @@ import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
-from ... import cleanup
-from ...errors import HarnessError
-from ...runners import Runner, RunResult
+from pytest_codebench.errors import HarnessError
+from pytest_codebench.runners import Runner, RunResult
+from pytest_codebench.workspace import cleanup
+
 from .rules import Failure, ProgramRun, judge, stdout_limit
 
 # Every run's folder has this name in the item's private root, so that every program runs from

@@ -22,16 +22,16 @@ from typing import Any
 
 import pytest
 
-from ...benchmark import Benchmark
-from ...cases import Case, Dataset
-from ...grading import Grading
-from ...metrics import describe_excluded, describe_pass_at_k, pass_at_ks
-from ...options import K
-from ...patches import apply, confined, parse
-from ...reporting import ItemResult, Summary
-from ...vacuous import vacuous_tests
-from ...verdict import Outcome, Verdict
-from ...workspace import UnsafePath
+from pytest_codebench.benchmark import Benchmark
+from pytest_codebench.cases import Case, Dataset
+from pytest_codebench.grading import Grading
+from pytest_codebench.options import K
+from pytest_codebench.reports.metrics import describe_excluded, describe_pass_at_k, pass_at_ks
+from pytest_codebench.reports.reporting import ItemResult, Summary
+from pytest_codebench.verdict import Outcome, Verdict
+from pytest_codebench.workspace.files import UnsafePath
+from pytest_codebench.workspace.patches import apply, confined, parse
+
 from .cache import CACHE_HINT
 from .edits import hook_edits, merged, static_edits
 from .environment import Provisioner, check_environment, mirror
@@ -39,6 +39,7 @@ from .load import load as read_dataset
 from .options import ALLOW_HARNESS_EDITS, COMPILER_CACHE, FAIL_VACUOUS, OPTIONS, RERUNS, RUN_TESTS
 from .rules import known_failures, missing_tests, with_harness_edits, with_vacuous
 from .suite import TESTBED, TreeRun
+from .vacuous import vacuous_tests
 
 
 class TensorBench(Benchmark):

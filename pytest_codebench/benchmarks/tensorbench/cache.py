@@ -35,8 +35,9 @@ import sysconfig
 from collections.abc import Mapping
 from pathlib import Path
 
-from ...errors import HarnessError
-from ...runners import Runner, Toolchain
+from pytest_codebench.errors import HarnessError
+from pytest_codebench.runners import Runner, Toolchain
+
 from .files import fresh_folder, read_text
 
 CHOICES = ("auto", "ccache", "sccache", "none")

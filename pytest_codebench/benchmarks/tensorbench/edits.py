@@ -24,8 +24,9 @@ from typing import Any
 
 from unidiff.patch import PatchSet
 
-from ...checkout import git
-from ...patches import DEV_NULL, Diff, unquote
+from pytest_codebench.workspace.checkout import git
+from pytest_codebench.workspace.patches import DEV_NULL, Diff, unquote
+
 from .files import read_text
 from .reach import reaches
 

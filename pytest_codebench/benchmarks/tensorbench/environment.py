@@ -23,15 +23,16 @@ from typing import Any, TypedDict
 
 from filelock import FileLock
 
-from ... import __version__
-from ...cases import Case
-from ...checkout import Mirror, resolve_url
-from ...context import RunContext
-from ...errors import HarnessError
-from ...grading import Grading
-from ...once import lock_folder, write_atomically
-from ...options import CACHE_DIR, REPO
-from ...runners import PROVISION_SCRIPT, Runner, Toolchain
+from pytest_codebench import __version__
+from pytest_codebench.cases import Case
+from pytest_codebench.context import RunContext
+from pytest_codebench.errors import HarnessError
+from pytest_codebench.grading import Grading
+from pytest_codebench.once import lock_folder, write_atomically
+from pytest_codebench.options import CACHE_DIR, REPO
+from pytest_codebench.runners import PROVISION_SCRIPT, Runner, Toolchain
+from pytest_codebench.workspace.checkout import Mirror, resolve_url
+
 from .cache import CompilerCache, choose, probe
 from .files import Unreadable, read_back
 from .options import COMPILER_CACHE, RUN_TESTS, TENSORBENCH_DOCKERFILE, TENSORBENCH_PYTHON, TORCH

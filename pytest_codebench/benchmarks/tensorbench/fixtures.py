@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from ...fixtures import Checkout, checkout
+from pytest_codebench.fixtures import Checkout, checkout
 
 SCORCH_URL = "https://github.com/bobbyyyan/scorch.git"
 

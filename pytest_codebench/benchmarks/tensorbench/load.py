@@ -13,11 +13,12 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from ...benchmark import Sample, join_samples
-from ...cases import Case, Dataset
-from ...errors import DatasetError
-from ...records import Line, read_records, require, seconds, sha256_file
-from ...sweeps import SolutionSet, sweep
+from pytest_codebench.benchmark import Sample, join_samples
+from pytest_codebench.cases import Case, Dataset
+from pytest_codebench.errors import DatasetError
+from pytest_codebench.sweeps.solution_sets import SolutionSet, sweep
+
+from ..records import Line, read_records, require, seconds, sha256_file
 
 DEFAULT_TEST_TIMEOUT = 3000
 

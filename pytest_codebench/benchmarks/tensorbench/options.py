@@ -3,7 +3,8 @@ checked when pytest starts: a bad value stops the run before anything is graded.
 
 from __future__ import annotations
 
-from ...options import Option, bool_option, choice, text_option
+from pytest_codebench.options import Option, bool_option, choice, text_option
+
 from .cache import CHOICES
 
 

@@ -11,9 +11,10 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 
-from ... import junit
-from ...runners import RunResult
-from ...verdict import Outcome, Verdict
+from pytest_codebench.reports import junit
+from pytest_codebench.runners import RunResult
+from pytest_codebench.verdict import Outcome, Verdict
+
 from .canary import Wrong
 from .edits import HarnessEdit
 

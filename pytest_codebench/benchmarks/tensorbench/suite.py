@@ -16,12 +16,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ...errors import HarnessError
-from ...grading import Grading, Step
-from ...patches import Diff
-from ...runners import RunHow, RunResult, Toolchain
-from ...runners.quota import WORKSPACE_MAX_SIZE
-from ...verdict import Outcome, Verdict
+from pytest_codebench.errors import HarnessError
+from pytest_codebench.grading import Grading, Step
+from pytest_codebench.runners import RunHow, RunResult, Toolchain
+from pytest_codebench.runners.quota import WORKSPACE_MAX_SIZE
+from pytest_codebench.verdict import Outcome, Verdict
+from pytest_codebench.workspace.patches import Diff
+
 from . import canary, twin, witness
 from .cache import STATE, CompilerCache, statistics
 from .files import fresh_folder, write_new

@@ -27,10 +27,11 @@ import secrets
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 
-from ...patches import Diff
-from ...vacuous import TEST_FILES, functions, read_plain
+from pytest_codebench.workspace.patches import Diff
+
 from .canary import WORDS, Wrong
 from .files import write_new
+from .vacuous import TEST_FILES, functions, read_plain
 
 
 @dataclasses.dataclass(frozen=True)

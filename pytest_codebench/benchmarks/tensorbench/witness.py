@@ -17,7 +17,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from ... import junit
+from pytest_codebench.reports import junit
+
 from .files import Unreadable, read_back, write_new
 
 SOURCE = Path(__file__).with_name("codebench_witness.py")

@@ -1,0 +1,389 @@
+"""ComputeEval (NVIDIA): CUDA problems in datapacks, graded by building and running held-out tests.
+
+A problem datapack is a ``.tar.gz`` holding ``metadata.json`` and ``problems.jsonl`` (or a bare
+``problems.jsonl``); solutions come as a ``-solutions.tar.gz`` datapack, a ``.jsonl`` file, or
+``baseline`` (each problem's reference answer). See ``datasets/computeeval/README.md``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+import os
+import shutil
+from collections import defaultdict
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, cast
+
+from pytest_codebench.benchmark import Benchmark, Sample
+from pytest_codebench.cases import Case, Dataset
+from pytest_codebench.context import RunContext, slug
+from pytest_codebench.errors import DatasetError
+from pytest_codebench.gpu import cuda
+from pytest_codebench.gpu.scheduler import GpuScheduler, parse_slots
+from pytest_codebench.grading import Grading, Step
+from pytest_codebench.once import SlotPool
+from pytest_codebench.options import BUILD_JOBS, CACHE_DIR, KEEP_WORKSPACES, K, Option, bool_option
+from pytest_codebench.reports.comparison import Row
+from pytest_codebench.reports.metrics import describe_excluded, describe_pass_at_k, pass_at_ks
+from pytest_codebench.reports.reporting import ItemResult, Summary
+from pytest_codebench.runners import Gpu, GpuProbe, Runner
+from pytest_codebench.verdict import Outcome, Status, Verdict
+from pytest_codebench.workspace.cleanup import remove_tree
+from pytest_codebench.workspace.files import UnsafePath, guarded_paths, normalise, write_file
+
+from ..records import sha256_file
+from ..speedup import ACCEPT_SUSPECT, MAX_SPEEDUP, describe_trials
+from .guard import canary, link, main_guard, pycanary
+from .headers import system_headers
+from .loading import releases
+from .loading.datapacks import read_problems, swept_cases
+from .loading.records import Problem, solution_files, timeout_of
+from .perf import bench, profilers
+from .perf import phase as perf
+from .perf.phase import PERF, PERF_OPTIONS, PROFILER
+from .perf.scores import describe_perf, perf_columns, perf_metrics, perf_scores
+from .reference import ReferenceCache, reference_key
+from .rules import (
+    SKIP_KIND,
+    honour_skip,
+    judge_test,
+    linked_libraries,
+    machine_cannot_grade,
+    shadowed_header,
+    unmet_requirement,
+)
+from .sourcecode import missing_references
+
+MACHINE_KEY = "computeeval-machine"
+LIBRARY_KEY = "computeeval-library"
+# pytest-timeout's backstop sits this far above an item's own budget.
+BACKSTOP_SLACK = 30.0
+RUN_WITHOUT_GPU = bool_option(
+    "run-without-gpu", "Run test commands even without a usable CUDA GPU (for host-only test programs)."
+)
+GPU_SHARE = bool_option(
+    "gpu-share",
+    "Let any number of tests share a GPU at once (lifts --codebench-gpu-slots); timing phases still hold it alone.",
+)
+# 8: on an H100 with 16 workers, 223 references took 331 s one test at a time per GPU and 173 s
+# with unbounded sharing, at the CPU-bound floor (178 s): builds take ~90% of an item, so about
+# 1.9 tests are on the GPU at a time on average and 8 leaves room for bursts, while bounding the
+# CUDA contexts (and device memory) a smaller GPU must hold. Chosen from those figures; not yet
+# measured on a device (bench/computeeval_gpu.py does).
+GPU_SLOTS = Option(
+    "gpu-slots",
+    "At most N tests share one GPU at once (default 8, from the issue's H100 figures, not yet measured on a device); "
+    "timing and profiling phases hold the GPU alone.",
+    8,
+    parse_slots,
+    "N",
+    ini_type="int",
+)
+
+
+class ComputeEval(Benchmark):
+    name = "computeeval"
+    default_dataset = "computeeval/sample-problems.tar.gz"
+    options = (RUN_WITHOUT_GPU, GPU_SHARE, GPU_SLOTS, *PERF_OPTIONS)
+
+    def __init__(self, context: RunContext) -> None:
+        super().__init__(context)
+        self._machine: cuda.Machine | None = None
+        self._system_headers: frozenset[str] | None = None
+        self._profilers: dict[str, profilers.Profiler | str] = {}
+
+    # -- loading --------------------------------------------------------------------------------
+
+    def dataset_path(self) -> Path:
+        """A release name (``2026-1``) resolves to NVIDIA's datapack; see releases."""
+        release = releases.resolve_setting(self.context)
+        return release.path if release else super().dataset_path()
+
+    def load(self) -> Dataset:
+        path = self.dataset_path()
+        problems, release, broken = read_problems(path)
+        made = swept_cases(problems, self.solution_sets, lambda sample, number: self._case(problems, sample, number))
+        return Dataset(str(path), sha256_file(path), release, broken + made)
+
+    def _case(self, problems: dict[str, Problem], sample: Sample, number: int) -> Case:
+        problem = problems.get(sample.task_id)
+        record = problem.record if problem else {}
+        # Build and test get one timeout each, for the solution and, after a failure, for the
+        # problem's reference (checked once per machine); then each timed run, where perf is on.
+        budget = 4 * timeout_of(record) + perf.budget(self.settings, record)
+        # Under xdist an item may queue for a build slot or the GPU behind every other worker.
+        waits = (self.context.workers - 1) * budget
+        return Case(
+            id=f"{sample.task_id}[{number}]",
+            task_id=sample.task_id,
+            sample=number,
+            record=record,
+            solution=sample.solution,
+            group=record.get("group"),
+            timeout=budget + waits + BACKSTOP_SLACK,
+            # A broken task breaks its samples.
+            error=(problem.error if problem else None) or sample.error,
+            line=sample.line - 1,
+        )
+
+    # -- workspace ------------------------------------------------------------------------------
+
+    def prepare(self, case: Case, workspace: Path) -> str | None:
+        """Context files, then the solution's files, then the held-out tests, written last;
+        no solution file may replace a context or test file."""
+        record, label = case.record, f"task {case.task_id}"
+        try:
+            context = [(normalise(f["path"]), f["content"]) for f in record.get("context_files") or ()]
+            tests = [(normalise(f["path"]), f["content"]) for f in record["test_files"]]
+        except UnsafePath as exc:
+            raise DatasetError(label, f"a problem file path is unsafe: {exc}") from None
+        for path, content in context:
+            write_file(workspace, path, content)
+        rejected = None
+        files = (case.solution or {}).get("files", [])
+        try:
+            paths = guarded_paths([f["path"] for f in files], [p for p, _ in tests], [p for p, _ in context])
+            for path, entry in zip(paths, files, strict=True):
+                write_file(workspace, path, entry["content"])
+        except UnsafePath as exc:
+            rejected = f"solution file {exc}"
+        try:
+            for path, content in tests:
+                write_file(workspace, path, content)
+        except UnsafePath as exc:
+            raise DatasetError(label, f"cannot write a held-out test: {exc}") from None
+        return rejected
+
+    # -- grading --------------------------------------------------------------------------------
+
+    def grade(self, grading: Grading) -> Verdict:
+        case, runner = grading.case, grading.runner
+        perf.mark(grading)
+        try:
+            missing = missing_references(solution_files(case.solution), case.record.get("source_references"))
+        except ValueError as exc:
+            raise DatasetError(f"task {case.task_id}", str(exc), field="source_references") from None
+        if missing:
+            return grading.verdict(Outcome.MISSING_API, "; ".join(missing))
+        shadow = self._shadowing(grading)
+        if shadow is not None:
+            return grading.verdict(Outcome.INVALID_SOLUTION, f"solution file {shadow}")
+        unmet = unmet_requirement(case.record, self.machine(runner), self._linkable(runner, case.record))
+        if unmet is not None:
+            return grading.verdict(Outcome.SKIPPED, unmet, excused=True)
+        with perf.snapshots(grading) as built:
+            verdict = self._build_and_test(grading, built)
+            if verdict.outcome.status is Status.FAILED or SKIP_KIND in verdict.figures:
+                return self._against_the_reference(grading, verdict)
+            if built is None or verdict.outcome is not Outcome.PASSED:
+                return verdict
+            # Performance adds figures; the outcome stays the tests' (see perf).
+            figures = perf.measure(grading, self._perf_host(grading.runner), built)
+        return dataclasses.replace(verdict, figures={**verdict.figures, **figures}, logs=dict(grading.logs))
+
+    def _shadowing(self, grading: Grading) -> str | None:
+        """Why a solution file would replace a system or toolkit header (see shadowed_header)."""
+        record = grading.case.record
+        problem = [normalise(f["path"]) for f in [*(record.get("context_files") or ()), *record["test_files"]]]
+        paths = [normalise(f["path"]) for f in (grading.case.solution or {}).get("files", [])]
+        if self._system_headers is None:
+            self._system_headers = system_headers(self.context, grading.runner)
+        return shadowed_header(paths, self._system_headers, problem)
+
+    def _build_and_test(self, grading: Grading, built: Path | None = None) -> Verdict:
+        """Build, check the link (link), then test where a GPU allows; the built
+        workspace is kept at ``built`` (for timing: before the test could leave anything in it)."""
+        record = grading.case.record
+        timeout = timeout_of(record)
+        wait = grading.case.timeout or timeout
+        build = record.get("build_command")
+        if build:
+            with self._build_slots.acquire(wait):
+                failed = grading.step(Step("build", build, Outcome.BUILD_ERROR, Outcome.BUILD_TIMEOUT), timeout=timeout)
+            if failed is not None:
+                return failed
+        linked = link.check(grading)
+        if linked is not None:
+            return grading.verdict(Outcome.TAMPERED, linked)
+        if built is not None:
+            bench.copy_tree(grading.workspace, built)
+        probe: GpuProbe = self.machine(grading.runner)["gpu"]
+        gpus = probe.get("gpus") or []
+        if not gpus and not self.settings[RUN_WITHOUT_GPU]:
+            done = f"build ok in {grading.figures['build_seconds']:.1f} s" if build else "nothing to build"
+            return grading.verdict(
+                Outcome.SKIPPED, f"no usable CUDA GPU; {done} ({probe.get('error') or 'none found'})", excused=True
+            )
+        with self._gpu(gpus, wait) as gpu:
+            result, proof = main_guard.run_test(grading, record["test_command"], timeout=timeout, gpu=gpu)
+        judged = judge_test(result, bool(gpus), timeout, proof)
+        if judged.outcome is Outcome.PASSED:  # only a pass pays for its canary
+            host = canary.Host(self.prepare, self._build_slots, lambda wait: self._gpu(gpus, wait))
+            python = record.get("type") == "cuda_python"
+            tampered = (pycanary if python else canary).check(grading, host, timeout)
+            if tampered is not None:
+                return grading.verdict(Outcome.TAMPERED, tampered)
+        return grading.conclude(judged)
+
+    def _against_the_reference(self, grading: Grading, verdict: Verdict) -> Verdict:
+        """A failure or a skip, weighed against the problem's own reference on this machine.
+        A failure is the model's, unless the reference fails here too: then this machine
+        cannot grade the problem (skipped, excused). A skip is the machine's only when the
+        reference skips the same way; otherwise the solution made the test skip (failed)."""
+        case, runner = grading.case, grading.runner
+        baseline = case.record.get("baseline_solution")
+        reference: Verdict | None = None
+        if isinstance(baseline, dict):
+            key = reference_key(case.record, self.machine(runner), runner.fingerprint())
+            if solution_files(baseline) == solution_files(case.solution):
+                reference = self._references.outcome(key, lambda: verdict)  # this item is the reference
+            else:
+                reference = self._references.outcome(key, lambda: self._run_reference(grading, baseline))
+        if SKIP_KIND in verdict.figures:
+            return grading.conclude(honour_skip(case.task_id, verdict, reference))
+        if reference is None:
+            return verdict  # nothing to tell the machine's fault from the model's
+        cannot = machine_cannot_grade(case.task_id, reference)
+        if cannot is None:
+            return verdict
+        return grading.conclude(cannot)
+
+    def _run_reference(self, grading: Grading, baseline: dict[str, Any]) -> Verdict:
+        reference = dataclasses.replace(grading.case, solution=baseline)
+        workspace = self.context.run_dir / "work" / f"{slug(reference.id)}-reference"
+        shutil.rmtree(workspace, ignore_errors=True)
+        workspace.mkdir(parents=True)
+        try:
+            rejected = self.prepare(reference, workspace)
+            if rejected is not None:
+                return Verdict(Outcome.INVALID_SOLUTION, f"the reference's {rejected}")
+            return self._build_and_test(
+                Grading(self.context, reference, workspace, grading.runner, prefix="reference-")
+            )
+        finally:
+            if not self.settings[KEEP_WORKSPACES]:
+                shutil.rmtree(workspace, ignore_errors=True)
+
+    @functools.cached_property
+    def _references(self) -> ReferenceCache:
+        return ReferenceCache(Path(self.settings[CACHE_DIR]))
+
+    def _perf_host(self, runner: Runner) -> perf.Host:
+        gpus = self.machine(runner)["gpu"].get("gpus") or []
+        return perf.Host(
+            self.machine(runner),
+            lambda wait: self._gpu(gpus, wait, exclusive=True),
+            self._build_slots,
+            self.prepare,
+            lambda: self._profiler(runner),
+        )
+
+    def _profiler(self, runner: Runner) -> profilers.Profiler | str:
+        """The profiler --codebench-profiler names, prepared once per process (or why not)."""
+        name = self.settings[PROFILER]
+        if name == "none":
+            return "--codebench-profiler none"
+        if name not in self._profilers:
+            self._profilers[name] = profilers.prepare(self.context, runner, name)
+        return self._profilers[name]
+
+    # -- the machine ----------------------------------------------------------------------------
+
+    def machine(self, runner: Runner) -> cuda.Machine:
+        """The toolkit and the GPUs that ``runner``'s commands get, probed once per run for
+        every process of it."""
+        if self._machine is None:
+            self._machine = cast(
+                cuda.Machine, self.context.once(MACHINE_KEY, lambda: cuda.probe_machine(self.context, runner))
+            )
+        return self._machine
+
+    def answer(self, case: Case) -> Any:
+        """The solution's files in order (never its metadata): what the verdict store keys."""
+        return [[entry["path"], entry["content"]] for entry in (case.solution or {}).get("files", [])]
+
+    def key_facts(self, runner: Runner) -> dict[str, Any]:
+        return dict(self.machine(runner))  # the toolkit and the GPUs (names, compute capability)
+
+    @property
+    def timed(self) -> bool:
+        return bool(self.settings[PERF])
+
+    def report_info(self) -> dict[str, Any]:
+        info = {**(self.context.stored(MACHINE_KEY) or {}), **releases.report_info(self.context)}
+        libraries = {
+            path.stem.removeprefix(f"{LIBRARY_KEY}-"): self.context.stored(path.stem)
+            for path in sorted((self.context.run_dir / "once").glob(f"{LIBRARY_KEY}-*.json"))
+        }
+        return {**info, "linkable_libraries": libraries} if libraries else info
+
+    def _linkable(self, runner: Runner, record: dict[str, Any]) -> set[str]:
+        """Which of the libraries the build links the toolkit can link, each asked once per run."""
+        if "error" in self.machine(runner)["toolkit"]:
+            return set()
+        workdir = self.context.run_dir / "probe"
+
+        def links(name: str) -> bool:
+            return bool(
+                self.context.once(
+                    f"{LIBRARY_KEY}-{name}", lambda: name in cuda.linkable_libraries(runner, workdir, [name])
+                )
+            )
+
+        return {name for name in linked_libraries(record.get("build_command") or "") if links(name)}
+
+    @functools.cached_property
+    def _build_slots(self) -> SlotPool:
+        jobs = self.settings[BUILD_JOBS]
+        return SlotPool(self.context.lock_dir, "build", [str(i) for i in range(jobs)])
+
+    @contextlib.contextmanager
+    def _gpu(self, gpus: list[Gpu], wait: float, *, exclusive: bool = False) -> Iterator[str | None]:
+        """The GPU a phase may use (machine-wide, see gpu.scheduler), or None when there is none.
+        Tests share one, at most --codebench-gpu-slots at once (any number with
+        --codebench-gpu-share); an ``exclusive`` phase (timing, profiling) holds it alone."""
+        if not gpus:
+            yield None
+            return
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+        ids = visible.split(",") if visible else [str(gpu["index"]) for gpu in gpus]
+        slots = None if self.settings[GPU_SHARE] else self.settings[GPU_SLOTS]
+        scheduler = GpuScheduler(self.context.lock_dir, ids[: len(gpus)], slots)
+        with scheduler.exclusive(wait) if exclusive else scheduler.shared(wait) as gpu:
+            yield gpu
+
+    # -- metrics --------------------------------------------------------------------------------
+
+    def summarize(self, results: list[ItemResult]) -> Summary:
+        ks = self.settings[K]
+        overall = pass_at_ks(results, ks)
+        lines = [describe_pass_at_k("all problems:", overall)]
+        groups: dict[str, Any] = {}
+        by_group: dict[str, list[ItemResult]] = defaultdict(list)
+        for result in results:
+            by_group[result.get("group") or "(no group)"].append(result)
+        for group, members in sorted(by_group.items()):
+            groups[group] = pass_at_ks(members, ks)
+            lines.append(describe_pass_at_k(f"  {group}:", groups[group]))
+        lines += describe_excluded(overall)
+        metrics: dict[str, Any] = {**overall, "groups": groups}
+        scores: dict[str, float] = {}
+        if self.settings[PERF]:
+            accept, bound = self.settings[ACCEPT_SUSPECT], self.settings[MAX_SPEEDUP]
+            speed = perf_metrics(results, ks, accept, bound)
+            lines += describe_perf(speed) + describe_trials([r["figures"] for r in results])
+            metrics["perf"], scores = speed, perf_scores(speed)
+        pass1 = overall["pass@k"].get("1")
+        return Summary(lines, metrics, None if pass1 is None else 100 * pass1, scores)
+
+    def columns(self, summary: Summary) -> Row:
+        """pass@k overall and per group; with ``--codebench-perf``, fast_p and the geomean at the first k."""
+        return {**super().columns(summary), **perf_columns(summary.metrics.get("perf"))}
+
+    def finish(self, results: list[ItemResult]) -> None:
+        """The references built for timing go with the run (each item removed its own)."""
+        if not self.settings[KEEP_WORKSPACES]:
+            remove_tree(self.context.run_dir / bench.FOLDER)

@@ -1,0 +1,2 @@
+"""Reading ComputeEval's problems and solutions: datapacks, records, releases by name and NVIDIA's
+wheels."""

@@ -1,0 +1,272 @@
+"""How much faster one program is than another, for any benchmark (PIE's programs, ComputeEval's
+perf phase): paired, interleaved timing, its interval, and when to stop timing.
+
+:func:`interleave` runs contenders side by side within each trial, :func:`bootstrap_ratio`
+gives the median of the paired per-trial ratios with a 95% interval, :func:`noise_floor` and
+:func:`net_ratio` the ratio with interpreter start-up taken out, where it means something, and
+:func:`speedup_figures` all of it as report figures.
+
+Adaptive trials: :func:`timed_trials` interleaves one trial at a time and stops once the
+interval of the ratio that matters has decided the question (:func:`decision`: wholly above or
+below every bar that a verdict or a metric compares against, or narrower than a set width),
+else at a cap. :func:`trial_figures` and :func:`describe_trials` say how many trials ran and
+why they stopped. Nothing here knows a benchmark.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+import statistics
+from collections import Counter
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from typing import Any, Generic, TypedDict, TypeVar
+
+from ..options import Option, bool_option, positive
+
+BOOTSTRAP_RESAMPLES = 2000
+# A net time within this many standard deviations of the bare interpreter's is noise.
+NOISE_SIGMAS = 3.0
+# ... and never less than this per run: a single trial has no spread to measure.
+MIN_NOISE_MS = 1.0
+
+Interval = tuple[float, float, float]  # point, 2.5% and 97.5% bounds
+Figures = dict[str, float | str | None]
+C = TypeVar("C", bound=Hashable)
+U = TypeVar("U")
+
+
+def interleave(
+    contenders: Sequence[C],
+    units: Sequence[U],
+    trials: int,
+    measure: Callable[[C, U], float],
+    stop: Callable[[Mapping[C, list[float]]], bool] | None = None,
+) -> dict[C, list[float]]:
+    """Each contender's per-trial totals of ``measure(contender, unit)`` over ``units``. Within a
+    trial every contender runs on each unit before the next unit, in an order that rotates
+    from trial to trial, so that drift (load, clock, cache) hits all alike. At most ``trials``
+    trials; fewer where ``stop``, asked after each trial with the totals so far, says so."""
+    totals: dict[C, list[float]] = {contender: [] for contender in contenders}
+    for trial in range(trials):
+        shift = trial % len(contenders)
+        order = [*contenders[shift:], *contenders[:shift]]
+        sums = dict.fromkeys(contenders, 0.0)
+        for unit in units:
+            for contender in order:
+                sums[contender] += measure(contender, unit)
+        for contender, total in sums.items():
+            totals[contender].append(total)
+        if stop is not None and stop(totals):
+            break
+    return totals
+
+
+def bootstrap_median(values: list[float], level: float = 0.95, seed: int = 0) -> Interval:
+    """The median of ``values`` and its percentile bootstrap interval at ``level`` (two-sided):
+    how far the median of paired differences may lie from what more trials would give."""
+    point = statistics.median(values)
+    if len(values) < 2:
+        return point, point, point
+    rng = random.Random(seed)
+    resampled = sorted(statistics.median(rng.choices(values, k=len(values))) for _ in range(BOOTSTRAP_RESAMPLES))
+    tail = (1 - level) / 2
+    return point, resampled[int(tail * len(resampled))], resampled[int((1 - tail) * len(resampled)) - 1]
+
+
+def bootstrap_ratio(slow: list[float], fast: list[float], seed: int = 0) -> Interval:
+    """The median of the paired per-trial ratios slow / fast, and its 95% percentile bootstrap
+    interval. Within a trial the programs run side by side, so what drifts between trials
+    (load, clock, cache) cancels in each ratio."""
+    ratios = [s / f for s, f in zip(slow, fast, strict=True)]
+    point = statistics.median(ratios)
+    if len(ratios) < 2:
+        return point, point, point
+    rng = random.Random(seed)
+    resampled = sorted(statistics.median(rng.choices(ratios, k=len(ratios))) for _ in range(BOOTSTRAP_RESAMPLES))
+    return point, resampled[int(0.025 * len(resampled))], resampled[int(0.975 * len(resampled)) - 1]
+
+
+def noise_floor(startup: list[float], runs: int) -> float:
+    """The net time (per trial, over ``runs`` runs) that noise alone can produce: three
+    standard deviations of the bare interpreter's trial times, at least 1 ms a run."""
+    spread = statistics.stdev(startup) if len(startup) > 1 else 0.0
+    return max(NOISE_SIGMAS * spread, MIN_NOISE_MS * runs)
+
+
+def net_ratio(slow: list[float], fast: list[float], startup: list[float], floor: float) -> Interval | None:
+    """The speedup with start-up taken out of both sides, or None when either side's median
+    net time is at or below ``floor``: a ratio of noise means nothing. A trial below the floor
+    counts at the floor, so that every ratio, and the interval, stays finite."""
+    net_slow = [time - base for time, base in zip(slow, startup, strict=True)]
+    net_fast = [time - base for time, base in zip(fast, startup, strict=True)]
+    if statistics.median(net_slow) <= floor or statistics.median(net_fast) <= floor:
+        return None
+    return bootstrap_ratio([max(t, floor) for t in net_slow], [max(t, floor) for t in net_fast])
+
+
+def speedup_figures(totals: Mapping[str, list[float]], startup: list[float] | None, floor: float) -> Figures:
+    """The candidate's and the reference's speedups over the slow program (``input``), from
+    the per-trial totals of each: PIE's (whole process, start-up included) as ``speedup``
+    with ``ci_low``/``ci_high``, and, where start-up was measured, ``net_speedup`` with
+    ``net_ci_low``/``net_ci_high`` (None: not meaningful). The reference's are prefixed."""
+    figures: Figures = {}
+    for tag, prefix in (("candidate", ""), ("reference", "reference_")):
+        if tag not in totals:
+            continue
+        figures.update(interval_figures(prefix, bootstrap_ratio(totals["input"], totals[tag])))
+        if startup is not None:
+            figures.update(interval_figures(f"{prefix}net_", net_ratio(totals["input"], totals[tag], startup, floor)))
+    return figures
+
+
+def interval_figures(prefix: str, interval: Interval | None) -> Figures:
+    """``{prefix}speedup``, ``{prefix}ci_low`` and ``{prefix}ci_high``, rounded (None: not meaningful)."""
+    point, low, high = (round(value, 4) for value in interval) if interval else (None, None, None)
+    return {f"{prefix}speedup": point, f"{prefix}ci_low": low, f"{prefix}ci_high": high}
+
+
+# -- adaptive trials ----------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Stopping:
+    """When interleaved timing may stop."""
+
+    bars: tuple[float, ...]  # decided once the interval lies wholly above or below every bar
+    width: float = 0.05  # ... or once (high - low) / point is below this
+    min_trials: int = 5  # never decide on fewer (after the ignored ones)
+    cap: int = 25  # never run more (the ignored ones included)
+    adaptive: bool = True  # False: always run `cap` trials ("fixed")
+    # Asked with the ratio's decision before stopping on it: what else must be settled first
+    # (ComputeEval's custom times: whether the wall clock saw the claimed saving). None: nothing.
+    settled: Callable[[], bool] | None = None
+    # The first trials run but are dropped (warm-up). A field here rather than a parameter of
+    # timed_trials, which would otherwise take six.
+    ignore: int = 0
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.ignore < self.cap:
+            raise ValueError(f"{self.ignore} ignored trials of at most {self.cap}: none would count")
+
+
+@dataclasses.dataclass(frozen=True)
+class Trials(Generic[C]):
+    """What :func:`timed_trials` ran, and why it stopped."""
+
+    totals: dict[C, list[float]]  # per-trial totals of each contender, ignored trials dropped
+    stop: str  # "above 1.1" | "below 1" | "between 1 and 1.1" | "narrow" | "cap" | "fixed"
+    run: int  # trials run (ignored ones included)
+    cap: int
+
+
+def decision(interval: Interval, stopping: Stopping) -> str | None:
+    """Whether ``interval`` has decided the question, and how; None: not yet. Decided when no
+    bar lies within it (a bar on an end is within: the verdicts compare strictly): above every
+    bar, below every bar, or between two of them; else when it is narrower than
+    ``stopping.width`` of its point, where more trials would only narrow it further around a
+    bar. How many trials it rests on is the caller's question (:func:`timed_trials`)."""
+    point, low, high = interval
+    bars = sorted(set(stopping.bars))
+    if bars and not any(low <= bar <= high for bar in bars):
+        under = [bar for bar in bars if bar < low]
+        over = [bar for bar in bars if bar > high]
+        if not over:
+            return f"above {under[-1]:g}"
+        if not under:
+            return f"below {over[0]:g}"
+        return f"between {under[-1]:g} and {over[0]:g}"
+    if point > 0 and (high - low) / point < stopping.width:
+        return "narrow"
+    return None
+
+
+def timed_trials(
+    contenders: Sequence[C],
+    units: Sequence[U],
+    measure: Callable[[C, U], float],
+    stopping: Stopping,
+    pair: tuple[C, C],
+) -> Trials[C]:
+    """:func:`interleave`, one trial at a time, until :func:`decision` on the interval of
+    ``pair``'s ratio (``pair[0]``'s totals over ``pair[1]``'s, as :func:`bootstrap_ratio`
+    gives it and with its seed, so that the interval reported from the same totals is the one
+    that decided) once ``stopping.min_trials`` trials beyond the ignored ones are in; at most
+    ``stopping.cap`` trials. Not adaptive: exactly ``cap``."""
+    stop = "cap" if stopping.adaptive else "fixed"
+
+    def decided(totals: Mapping[C, list[float]]) -> bool:
+        nonlocal stop
+        kept = len(totals[pair[0]]) - stopping.ignore
+        if not stopping.adaptive or kept < max(stopping.min_trials, 1):
+            return False
+        found = decision(
+            bootstrap_ratio(totals[pair[0]][stopping.ignore :], totals[pair[1]][stopping.ignore :]), stopping
+        )
+        if found is not None and stopping.settled is not None and not stopping.settled():
+            return False
+        stop = found or stop
+        return found is not None
+
+    totals = interleave(contenders, units, stopping.cap, measure, decided)
+    run = len(totals[pair[0]])
+    kept = {contender: times[stopping.ignore :] for contender, times in totals.items()}
+    return Trials(kept, stop, run, stopping.cap)
+
+
+def trial_figures(trials: Trials[Any]) -> Figures:
+    """How many trials ran, of how many at most, and why they stopped: an item's figures."""
+    return {"trials": trials.run, "trials_cap": trials.cap, "trials_stop": trials.stop}
+
+
+class TrialMetrics(TypedDict):
+    """Trials over the items that were timed (those with :func:`trial_figures`)."""
+
+    items: int
+    run: int
+    cap: int
+    #: Percent of the trials the caps allowed that were not run.
+    saved: float
+    #: Items by why their timing stopped ("above 1.1", "narrow", "cap", "fixed", ...), most first.
+    stops: dict[str, int]
+
+
+def trial_metrics(figures: Sequence[Mapping[str, Any]]) -> TrialMetrics:
+    """The trials of every timed item in ``figures`` (one mapping per item), summed."""
+    timed = [f for f in figures if "trials_stop" in f and "trials_cap" in f]
+    run = sum(int(f["trials"]) for f in timed)
+    cap = sum(int(f["trials_cap"]) for f in timed)
+    stops = Counter(str(f["trials_stop"]) for f in timed)
+    saved = round(100 * (cap - run) / cap, 1) if cap else 0.0
+    return {
+        "items": len(timed),
+        "run": run,
+        "cap": cap,
+        "saved": saved,
+        "stops": dict(sorted(stops.items(), key=lambda stop: (-stop[1], stop[0]))),
+    }
+
+
+def describe_trials(figures: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The summary line on trials: how many ran of the caps, the share saved, and the items by
+    why their timing stopped. No line where nothing was timed."""
+    metrics = trial_metrics(figures)
+    if not metrics["items"]:
+        return []
+    stops = ", ".join(f"{stop} ({count})" for stop, count in metrics["stops"].items())
+    return [
+        f"trials: {metrics['run']} of at most {metrics['cap']} run ({metrics['saved']:g}% saved) over "
+        f"{metrics['items']} timed items; stopped at: {stops}"
+    ]
+
+
+# The plausibility bound, an option of every benchmark that times (PIE, ComputeEval).
+MAX_SPEEDUP = Option(
+    "max-speedup",
+    "A speedup above this is reported as suspect, and left out of the geomean and fast_p (KernelBench's 10x).",
+    10.0,
+    positive(float),
+    "X",
+    ini_type="float",
+)
+ACCEPT_SUSPECT = bool_option("accept-suspect", "Count suspect speedups in the geomean and fast_p.")

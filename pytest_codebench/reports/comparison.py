@@ -1,0 +1,104 @@
+"""Models side by side: each solution set's summary, computed one way for a run and for a merge
+of runs, and the rows that show them beside each other (terminal and markdown)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from ..verdict import Outcome
+from .reporting import ItemResult, Summary, counts
+
+#: A row of a comparison table: its cells by column, formatted.
+Row = dict[str, str]
+MISSING = "–"
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelSummary:
+    """One model's account: the benchmark's summary of its items, and its outcome counts."""
+
+    summary: Summary
+    counts: dict[str, int]
+
+    @property
+    def items(self) -> int:
+        return sum(self.counts.values())
+
+    def outcome_line(self) -> str:
+        return "outcomes: " + (", ".join(f"{name} {count}" for name, count in self.counts.items()) or "none")
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON report's ``models[NAME]``: shaped like the report's own figures."""
+        summary = self.summary
+        return {"score": summary.score, "scores": summary.scores, "metrics": summary.metrics, "counts": self.counts}
+
+
+def model_summaries(
+    summarize: Callable[[list[ItemResult]], Summary], results: Sequence[ItemResult]
+) -> dict[str, ModelSummary]:
+    """Each model's summary by name, in name order: ``summarize`` (the benchmark's) over that
+    model's items alone, in the order given. Empty where no item names a model (one unnamed
+    set). Items of no model (a dataset record that could not be read) are in no row."""
+    by_model: dict[str, list[ItemResult]] = defaultdict(list)
+    for result in results:
+        model = result.get("model")
+        if model is not None:
+            by_model[model].append(result)
+    return {name: ModelSummary(summarize(members), counts(members)) for name, members in sorted(by_model.items())}
+
+
+def percent(fraction: float) -> str:
+    return f"{100 * fraction:.2f}%"
+
+
+def pass_at_k_columns(metrics: Mapping[str, Any]) -> Row:
+    """pass@k overall, then per group (``metrics["groups"]``), as percentages; ``n/a`` for a k
+    that could not be computed (the summary lines say why)."""
+    row: Row = {}
+
+    def add(prefix: str, figures: Mapping[str, Any]) -> None:
+        values, not_computed = figures.get("pass@k", {}), figures.get("not_computed", {})
+        for k in sorted({*values, *not_computed}, key=int):
+            row[f"{prefix}pass@{k}"] = percent(values[k]) if k in values else "n/a"
+
+    add("", metrics)
+    for group, figures in (metrics.get("groups") or {}).items():
+        add(f"{group} ", figures)
+    return row
+
+
+def row(name: str, model: ModelSummary, columns: Row) -> Row:
+    """A model's row: its name, the benchmark's ``columns`` of its summary, and its counts."""
+    return {
+        "model": name,
+        **columns,
+        "items": str(model.items),
+        "passed": str(model.counts.get(Outcome.PASSED.value, 0)),
+    }
+
+
+def table(columns: Callable[[Summary], Row], whole: ModelSummary, models: Mapping[str, ModelSummary]) -> list[Row]:
+    """One row per model, by :func:`row` with the benchmark's ``columns``; a run of one unnamed
+    set (no models) has one row, ``all``: the whole run's."""
+    if not models:
+        return [row("all", whole, columns(whole.summary))]
+    return [row(name, model, columns(model.summary)) for name, model in models.items()]
+
+
+def headers(rows: Sequence[Row]) -> list[str]:
+    """Every column of ``rows`` once, in the order first met: models missing one show ``–``."""
+    seen: dict[str, None] = {}
+    for each in rows:
+        seen.update(dict.fromkeys(each))
+    return list(seen)
+
+
+def text_table(rows: Sequence[Row]) -> list[str]:
+    """Aligned lines for the terminal: the header, then one line per model."""
+    columns = headers(rows)
+    cells = [columns, *([each.get(column, MISSING) for column in columns] for each in rows)]
+    widths = [max(len(line[index]) for line in cells) for index in range(len(columns))]
+    return ["  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip() for line in cells]

@@ -1,0 +1,221 @@
+"""``python -m pytest_codebench merge A.json B.json ... -o ALL.json [--markdown ALL.md]``: the JSON
+reports of a run's shards (``--codebench-shard I/N``, a CI matrix) as one report.
+
+Every metric is computed again from the merged items by the benchmark's own ``summarize``, with
+the settings the reports give, so the merged report is the one a single run over all the items
+would have written: the same counts, metrics and per-model rows, to the last digit. Reports of
+different benchmarks, datasets or harnesses, and reports that share an item, are refused: their
+items are not parts of one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, cast
+
+import pytest
+
+from ..benchmark import Benchmark, get_benchmark_class
+from ..context import RunContext
+from ..errors import HarnessError
+from ..once import LOCK_DIR
+from ..options import CORE_OPTIONS, MARKDOWN, REPORT, SHARD, K, Option, Settings
+from ..runners import runner_classes
+from . import markdown
+from .comparison import ModelSummary, model_summaries, table, text_table
+from .reporting import ItemResult, RunInfo, counts, report_json
+
+# Options that differ between the parts of one run by design: each shard's part and outputs.
+PER_PART = (SHARD, REPORT, MARKDOWN)
+
+
+class MergeError(Exception):
+    """Reports that cannot be merged, and why (naming the files)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Part:
+    """One report to merge, as read from ``path``."""
+
+    path: Path
+    data: dict[str, Any]
+
+    @property
+    def dataset(self) -> str | None:
+        return cast(str | None, self.data["dataset"].get("sha256"))
+
+    def fact(self, name: str) -> Any:
+        """What the part says of ``name``: its benchmark, harness version or dataset sha256."""
+        if name == "dataset sha256":
+            return self.dataset
+        return self.data.get(name.replace(" ", "_"))
+
+
+def read_part(path: Path) -> Part:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise MergeError(f"{path}: cannot read a JSON report ({exc})") from None
+    missing = [
+        key for key in ("benchmark", "dataset", "options", "items") if not isinstance(data, dict) or key not in data
+    ]
+    if missing:
+        raise MergeError(f"{path}: not a codebench JSON report (no {', '.join(missing)})")
+    return Part(path, data)
+
+
+def check(parts: Sequence[Part]) -> None:
+    """Refuses parts that are not of one run: another benchmark, dataset (sha256) or harness
+    version, naming the two files and their values; or an item in two of them. A part without
+    items says nothing of its dataset (an empty shard) and agrees with any."""
+    first = parts[0]
+    for name in ("benchmark", "harness version", "dataset sha256"):
+        for part in parts[1:]:
+            if name == "dataset sha256" and None in (first.dataset, part.dataset):
+                continue
+            if part.fact(name) != first.fact(name):
+                raise MergeError(
+                    f"not parts of one run: {first.path} and {part.path} have different {name}s "
+                    f"({first.fact(name)} and {part.fact(name)})"
+                )
+    owner: dict[str, Path] = {}
+    for part in parts:
+        shared = [item["nodeid"] for item in part.data["items"] if item["nodeid"] in owner]
+        if shared:
+            raise MergeError(
+                f"{owner[shared[0]]} and {part.path} both hold {shared[0]}"
+                + (f" (and {len(shared) - 1} more items)" if len(shared) > 1 else "")
+                + ": each item must be in one report alone"
+            )
+        owner.update((item["nodeid"], part.path) for item in part.data["items"])
+
+
+def check_options(parts: Sequence[Part], known: Sequence[Option[Any]]) -> None:
+    """Refuses parts graded with different settings where a setting decides a verdict (an
+    option with ``grading``) or a metric (``--codebench-k``): their items are not of one run,
+    and the merged metrics would follow the first part's alone. Where the reports ran, how
+    they were written and how fast may differ (run and cache folders, build jobs, shard)."""
+    first = parts[0]
+    for option in known:
+        if not (option.grading or option is K):
+            continue
+        for part in parts[1:]:
+            mine, theirs = first.data["options"].get(option.name), part.data["options"].get(option.name)
+            if mine != theirs:
+                raise MergeError(
+                    f"not parts of one run: {first.path} and {part.path} were graded with different "
+                    f"{option.cli} ({mine} and {theirs})"
+                )
+
+
+def settings_of(options: dict[str, Any], known: Sequence[Option[Any]]) -> Settings:
+    """The settings a report's ``options`` give: each value of a ``known`` option as its parser
+    reads it back (they were written as JSON, ``str`` for the rest); any other value as written."""
+    by_name = {option.name: option for option in known}
+    values = {}
+    for name, value in options.items():
+        option = by_name.get(name)
+        values[name] = value if option is None or value is None else _read_back(option, value)
+    return Settings(values)
+
+
+def _read_back(option: Option[Any], value: Any) -> Any:
+    if isinstance(value, bool):
+        text = "1" if value else "0"
+    elif isinstance(value, list):
+        text = ",".join(str(each) for each in value)
+    else:
+        text = str(value)
+    try:
+        return option.parse(text)
+    except ValueError:
+        return value  # a value its parser does not read back (a shard's pair); none that summarize reads
+
+
+def offline_benchmark(name: str, settings: Settings, where: Path) -> Benchmark:
+    """The benchmark, to summarize results outside any pytest run: no config (summarize never
+    reads one) and a run folder nothing is written to."""
+    cls = get_benchmark_class(name)
+    context = RunContext(cast(pytest.Config, None), settings, where, LOCK_DIR, 1)
+    return cls(context)
+
+
+def merge(paths: Sequence[Path], output: Path, markdown_path: Path | None = None) -> list[str]:
+    """Merges the reports at ``paths`` into ``output`` (and the markdown report); returns the
+    lines to print: the benchmark's summary and the per-model table."""
+    parts = [read_part(path) for path in paths]
+    check(parts)
+    first = parts[0].data
+    options = {**first["options"], **{option.name: None for option in PER_PART}}
+    options.update({REPORT.name: str(output), MARKDOWN.name: str(markdown_path) if markdown_path else None})
+    try:
+        benchmark_class = get_benchmark_class(first["benchmark"])
+    except HarnessError as exc:
+        raise MergeError(f"{parts[0].path}: {exc}") from None
+    runners = [option for runner in runner_classes().values() for option in runner.options]
+    check_options(parts, [*CORE_OPTIONS, *benchmark_class.options, *runners])
+    settings = settings_of(options, [*CORE_OPTIONS, *benchmark_class.options])
+    benchmark = offline_benchmark(first["benchmark"], settings, output.parent)
+    results: list[ItemResult] = sorted(
+        (item for part in parts for item in part.data["items"]), key=lambda item: item["nodeid"]
+    )
+    summary = benchmark.summarize(results)
+    models = model_summaries(benchmark.summarize, results)
+    run: RunInfo = {
+        "benchmark": first["benchmark"],
+        "dataset_path": first["dataset"]["path"],
+        "options": options,
+        "run_dir": first.get("run_dir", ""),
+        "environment": first.get("environment", {}),
+        "harness_version": first.get("harness_version") or "",
+    }
+    data = report_json(run, results, summary, {name: model.to_json() for name, model in models.items()})
+    data["merged_from"] = [_origin(part) for part in parts]
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(json.dumps(data, indent=2, default=str) + "\n")
+    whole = ModelSummary(summary, counts(results))
+    if markdown_path is not None:
+        dataset = markdown.dataset_label(run["dataset_path"], data["dataset"]["sha256"], data["dataset"]["release"])
+        markdown.publish(markdown_path, markdown.report(benchmark, dataset, whole, models))
+    lines = [*summary.lines, whole.outcome_line()]
+    if models:
+        lines += ["per model:", *("  " + line for line in text_table(table(benchmark.columns, whole, models)))]
+    return lines
+
+
+def _origin(part: Part) -> dict[str, Any]:
+    """What the merged report keeps of each part beside its items: where it ran."""
+    data = part.data
+    return {
+        "report": str(part.path),
+        "shard": data["options"].get(SHARD.name),
+        "run_dir": data.get("run_dir"),
+        "environment": data.get("environment"),
+        "items": len(data["items"]),
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m pytest_codebench", description="pytest-codebench tools")
+    commands = parser.add_subparsers(dest="command", required=True)
+    command = commands.add_parser(
+        "merge",
+        help="merge the JSON reports of a run's shards, recomputing every metric",
+        description=(__doc__ or "").split("\n\n")[0],
+    )
+    command.add_argument("reports", nargs="+", type=Path, metavar="REPORT.json")
+    command.add_argument("-o", "--output", required=True, type=Path, metavar="ALL.json")
+    command.add_argument("--markdown", type=Path, metavar="ALL.md", help="also write the markdown report")
+    args = parser.parse_args(argv)
+    try:
+        lines = merge(args.reports, args.output, args.markdown)
+    except MergeError as exc:
+        print(f"merge: error: {exc}", file=sys.stderr)
+        return 1
+    print("\n".join([*lines, f"report: {args.output}", *([f"markdown: {args.markdown}"] if args.markdown else [])]))
+    return 0

@@ -1,0 +1,241 @@
+"""Results as they leave an item: the record the controller aggregates, JUnit properties, JSON."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from pathlib import Path
+from typing import Any, TypedDict
+
+from ..cases import Case, Dataset
+from ..sweeps.solution_sets import split_id
+from ..verdict import Outcome, Status, Verdict
+
+
+class ItemResult(TypedDict):
+    """One item's outcome as the controller aggregates it: builtins only, so that it crosses
+    from xdist workers as is. Built by :func:`item_result` alone."""
+
+    #: pytest's node id.
+    nodeid: str
+    #: The item's id in the dataset: ``TASK[SAMPLE]``.
+    id: str
+    task_id: str
+    sample: int
+    group: str | None
+    #: How pytest reported it: passed, failed, skipped or error (:class:`Status`).
+    status: str
+    #: What the grading concluded (:class:`Outcome`); compare as ``outcome_of(result)``.
+    outcome: str
+    reason: str
+    command: str | None
+    exit_code: int | None
+    output_tail: str
+    #: Numbers worth reporting (``build_seconds``, ``speedup``...).
+    figures: dict[str, float | str]
+    #: Each phase's whole (capped) output, by file.
+    logs: dict[str, str]
+    #: A skip or error that stays out of the score (:meth:`Verdict.leaves_score`): the
+    #: machine's doing. Any other skip or error counts as failed.
+    excused: bool
+    dataset_sha256: str | None
+    dataset_release: str | None
+    #: The solution set (model) of the item's sample; None where the run has one set, not named.
+    model: str | None
+    #: The verdict came from the verdict store: an earlier run graded this sample.
+    cached: bool
+    #: The id of the item of this run whose identical sample (same task, same answer) was
+    #: graded instead of this one; None where this item was graded (or came from the store).
+    same_as: str | None
+
+
+@dataclasses.dataclass(frozen=True)
+class Summary:
+    """A benchmark's account of a run: lines for the terminal, figures for the JSON report,
+    the score (in percent) that ``--codebench-fail-under PERCENT`` compares against, and the
+    named scores (in percent) that ``--codebench-fail-under NAME=PERCENT`` does (ComputeEval's
+    ``fast_1.0``...; only those this run computed)."""
+
+    lines: list[str]
+    metrics: dict[str, Any]
+    score: float | None
+    scores: dict[str, float] = dataclasses.field(default_factory=dict)
+
+
+class RunInfo(TypedDict):
+    """What the JSON report says of the run besides its items."""
+
+    benchmark: str
+    dataset_path: str
+    #: Every option's value.
+    options: dict[str, Any]
+    run_dir: str
+    #: What the benchmark and the runner probed (toolkit, GPUs, image).
+    environment: dict[str, Any]
+    #: What graded (:func:`~pytest_codebench.reports.harness.harness_version`): merge refuses to mix two.
+    harness_version: str
+
+
+def item_result(nodeid: str, case: Case, dataset: Dataset | None, verdict: Verdict, excused: bool) -> ItemResult:
+    """The record of one item (``dataset`` None: the item never got that far); ``excused``:
+    whether its skip or error stays out of the score."""
+    return {
+        "nodeid": nodeid,
+        "id": case.id,
+        "task_id": case.task_id,
+        "sample": case.sample,
+        "group": case.group,
+        "status": verdict.outcome.status.value,
+        "outcome": verdict.outcome.value,
+        "reason": verdict.reason,
+        "command": verdict.command,
+        "exit_code": verdict.exit_code,
+        "output_tail": verdict.output_tail,
+        "figures": dict(verdict.figures),
+        "logs": dict(verdict.logs),
+        "excused": excused and verdict.outcome.status in (Status.SKIPPED, Status.ERROR),
+        "dataset_sha256": dataset.sha256 if dataset else None,
+        "dataset_release": dataset.release if dataset else None,
+        "model": case.model,
+        "cached": False,
+        "same_as": None,
+    }
+
+
+def crash_result(nodeid: str) -> ItemResult:
+    """The record of an item whose xdist worker died under it: harness trouble."""
+    item_id = nodeid.rpartition("::")[2]
+    task_id, model, number = split_id(item_id)
+    case = Case(id=item_id, task_id=task_id, sample=int(number) if number.isdigit() else 0, model=model)
+    # Not excused: the item's own code may have killed its worker (a signal to its parent).
+    crashed = Verdict(Outcome.ERROR, reason="the xdist worker grading this item crashed")
+    return item_result(nodeid, case, None, crashed, excused=False)
+
+
+def outcome_of(result: ItemResult) -> Outcome:
+    return Outcome(result["outcome"])
+
+
+def junit_properties(benchmark: str, result: ItemResult) -> list[tuple[str, object]]:
+    properties: list[tuple[str, object]] = [
+        ("benchmark", benchmark),
+        ("task_id", result["task_id"]),
+        ("sample", result["sample"]),
+        ("outcome", result["status"]),
+        ("category", result["outcome"]),
+        ("group", result["group"] or ""),
+    ]
+    if result["model"] is not None:
+        properties.append(("model", result["model"]))
+    if result.get("cached"):
+        properties.append(("cached", "true"))
+    if result.get("same_as"):
+        properties.append(("same_as", result["same_as"]))
+    if result["status"] in (Status.SKIPPED, Status.ERROR):
+        properties.append(("scored", "no (the machine's doing)" if result["excused"] else "yes, as failed"))
+    properties += sorted(result["figures"].items())
+    properties += [("dataset_sha256", result["dataset_sha256"])]
+    if result["dataset_release"]:
+        properties.append(("dataset_release", result["dataset_release"]))
+    return properties
+
+
+def counts(results: list[ItemResult]) -> dict[str, int]:
+    """How many items ended in each outcome, in the enum's order."""
+    tally = {outcome.value: 0 for outcome in Outcome}
+    for result in results:
+        tally[result["outcome"]] += 1
+    return {name: count for name, count in tally.items() if count}
+
+
+def reused(results: list[ItemResult]) -> dict[str, int]:
+    """How many verdicts were not graded by their own item: ``cached`` (from the verdict store,
+    graded by an earlier run) and ``same_as`` (a duplicate of a sample this run graded)."""
+    return {
+        "cached": sum(1 for result in results if result.get("cached")),
+        "same_as": sum(1 for result in results if result.get("same_as")),
+    }
+
+
+# How many items a grouped line names as examples.
+EXAMPLES = 3
+
+
+def examples(names: list[str]) -> str:
+    """The first few of ``names`` and how many more there are: "a, b, c, and 4 more"."""
+    more = f", and {len(names) - EXAMPLES} more" if len(names) > EXAMPLES else ""
+    return ", ".join(names[:EXAMPLES]) + more
+
+
+def cause(result: ItemResult) -> str:
+    """What a skip or error says, with what differs between items of one cause left out: the
+    item's own task id, line numbers, and the details after a ';' or a ' ('."""
+    reason = (result["reason"] or "no reason given").strip().splitlines()[0]
+    for name in sorted({result["id"], result["task_id"]} - {""}, key=len, reverse=True):
+        # Whole names only: task "E" must not eat the E of "COMPUTE_EVAL", nor CUDA/3 the start of CUDA/31.
+        reason = re.sub(rf"(?<!\w){re.escape(name)}(?!\w)", "<task>", reason)
+    reason = re.sub(r"(\.\w+):\d+\b", r"\1:<line>", reason)
+    return re.split(r";| \(", reason)[0][:160]
+
+
+def outcome_lines(results: list[ItemResult]) -> list[str]:
+    """The count of each outcome, then skips and errors grouped by :func:`cause`, each with
+    its count and the first few items it hit."""
+    lines = ["outcomes: " + (", ".join(f"{name} {count}" for name, count in counts(results).items()) or "none")]
+    for status in (Status.SKIPPED, Status.ERROR):
+        items: dict[str, list[str]] = {}
+        for result in results:
+            if result["status"] == status:
+                items.setdefault(cause(result), []).append(result["id"])
+        for reason, ids in sorted(items.items()):
+            ids.sort()  # the same lines whatever order xdist finished the items in
+            lines.append(f"{status.value} ({len(ids)}): {reason} [{examples(ids)}]")
+    return lines
+
+
+def scored(result: ItemResult) -> bool:
+    """Whether the item counts in the score: passed or failed, and any skip or error that is
+    not excused (it counts as failed: the model's code ran, or its answer broke the harness)."""
+    return not result["excused"]
+
+
+def counted_as_failed(result: ItemResult) -> bool:
+    """A skip or an error that counts as a failure of the model."""
+    return scored(result) and result["status"] in (Status.SKIPPED, Status.ERROR)
+
+
+def write_report(
+    path: Path, run: RunInfo, results: list[ItemResult], summary: Summary, models: dict[str, Any] | None = None
+) -> None:
+    """The run as JSON (:func:`report_json`) at ``path``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(report_json(run, results, summary, models), indent=2, default=str) + "\n")
+
+
+def report_json(
+    run: RunInfo, results: list[ItemResult], summary: Summary, models: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The run's report: data identity, options, environment, metrics, each model's own
+    (``models``: by name, as ``ModelSummary.to_json`` gives them) and every item."""
+    # The dataset as an item that read it says (a crashed worker's item never did).
+    first = next((result for result in results if result["dataset_sha256"]), None)
+    return {
+        "benchmark": run["benchmark"],
+        "harness_version": run["harness_version"],
+        "dataset": {
+            "path": run["dataset_path"],
+            "release": first["dataset_release"] if first else None,
+            "sha256": first["dataset_sha256"] if first else None,
+        },
+        "options": run["options"],
+        "run_dir": run["run_dir"],
+        "environment": run["environment"],
+        "counts": counts(results),
+        "reused": reused(results),
+        "score": summary.score,
+        "scores": summary.scores,
+        "metrics": summary.metrics,
+        "models": models or {},
+        "items": sorted(results, key=lambda result: result["nodeid"]),
+    }

@@ -1,0 +1,87 @@
+"""What a stored verdict is keyed by: everything that decides it, hashed. Pure functions.
+
+A verdict is reused only where its key matches: the benchmark, the task's record, the model's
+normalised answer, the harness that graded (its version and a digest of its own files, so that
+a code change never reuses an old verdict), the runner's fingerprint (host, image), the machine
+facts the benchmark says matter (toolkit, GPUs, compiler) and every setting that can change a
+verdict. A timing verdict (a speedup) also carries the machine's own identity: it is reused only
+on the machine that measured it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from ..options import Option, Settings
+from ..verdict import Status, Verdict
+
+# Made once: json.dumps with options builds an encoder per call, a third of a digest's cost.
+_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def canonical(value: Any) -> bytes:
+    """``value`` as JSON with sorted keys and no spaces: equal data, equal bytes, in every
+    process and on every machine. What JSON cannot hold is written as its ``str``."""
+    return _ENCODER.encode(value).encode("utf-8", "surrogatepass")
+
+
+def digest(value: Any) -> str:
+    """The sha256 of ``value``'s canonical JSON, in hex."""
+    return hashlib.sha256(canonical(value)).hexdigest()
+
+
+def content_key(task: str, answer: str) -> str:
+    """One sample's identity within a run: its task's digest and its answer's. Two samples
+    with the same content key get the same verdict (they are graded once)."""
+    return hashlib.sha256(f"{task}\0{answer}".encode()).hexdigest()
+
+
+def item_key(run: str, content: str) -> str:
+    """The store's key of one sample: what the whole run shares (``run``, the digest of a
+    :class:`RunIdentity`) and the sample's own content key."""
+    return hashlib.sha256(f"{run}\0{content}".encode()).hexdigest()
+
+
+@dataclasses.dataclass(frozen=True)
+class RunIdentity:
+    """What every verdict of a run depends on besides its task and its answer."""
+
+    benchmark: str
+    #: ``harness_version()``: the package version and a digest of its files.
+    harness: str
+    #: ``runner.fingerprint()``: the host and how commands run there (an image, a sandbox).
+    runner: str
+    #: What the benchmark probed of the machine that decides a verdict (``Benchmark.key_facts``).
+    facts: dict[str, Any]
+    #: Every setting that can change a verdict, by option name (:func:`grading_settings`).
+    settings: dict[str, Any]
+    #: The machine's own identity, for timing verdicts (``Benchmark.timed``); else None.
+    machine: str | None = None
+
+    def digest(self) -> str:
+        return digest(dataclasses.asdict(self))
+
+
+def grading_settings(settings: Settings, options: Iterable[Option[Any]]) -> dict[str, Any]:
+    """The value of each of ``options`` that can change a verdict (all but those declared
+    ``grading=False``: where reports go, k, the fail-under bar, the run directory, the shard...)."""
+    return {option.name: settings[option] for option in options if option.grading}
+
+
+def storable(verdict: Verdict) -> bool:
+    """Whether the store keeps ``verdict`` for later runs: only the model's own verdicts
+    (passed or failed). A harness error or a skip may not happen again (another machine,
+    another moment): a later run grades the item again."""
+    return verdict.outcome.status in (Status.PASSED, Status.FAILED)
+
+
+def shareable(verdict: Verdict) -> bool:
+    """Whether the duplicates of a sample in the same run take its ``verdict`` as theirs: the
+    model's verdicts, and the skips and errors the benchmark excused as this machine's doing
+    (the same machine, the same answer: the same excuse). Any other skip or error (one that
+    counts as failed only because the model's code had run) is graded again."""
+    return storable(verdict) or verdict.excused
