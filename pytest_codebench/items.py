@@ -10,7 +10,6 @@ and an id that cannot be given back on the command line.
 from __future__ import annotations
 
 import functools
-import os
 import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -142,10 +141,12 @@ class CodebenchItem(pytest.Function):
 
 
 def place_skip(item: CodebenchItem, report: pytest.TestReport) -> None:
-    """A skipped item's report points at the case's line in the dataset, where the terminal's
-    ``SKIPPED [1] file:line: reason`` and JUnit's skip text send the reader, not at the line of
-    this plugin that raised it. pytest reports a skip as ``(file, line, reason)``; its own
-    ``_use_item_location`` does the same, but is private."""
+    """A skipped item's report names the item (``computeeval/p::CUDA/3[0]``), where the
+    terminal's ``SKIPPED [1] LOCATION: reason`` and JUnit's skip text send the reader: not the
+    line of this plugin that raised it, nor the dataset's path (an archive under the user's
+    cache, shown relative to the rootdir as ``../../../...tar.gz:50``). pytest reports a skip as
+    ``(location, line, reason)`` and leaves the line out of the terminal's text when it is
+    None; its own ``_use_item_location`` moves a skip to its item's file, but is private."""
     if report.skipped and isinstance(report.longrepr, tuple):
         reason = report.longrepr[2]
-        report.longrepr = (os.fspath(item.path), item.case.line + 1, reason)
+        report.longrepr = (item.nodeid, None, reason)  # type: ignore[assignment]

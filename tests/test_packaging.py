@@ -118,15 +118,21 @@ def test_an_item_is_selected_by_its_node_id_as_printed(
     assert list(codebench(*args, "-k", "T/2").items) == [WRONG]
 
 
-def test_a_skip_is_reported_at_the_case_in_the_dataset(
+def test_a_skip_is_reported_at_its_item_not_at_the_dataset_file(
     pytester: pytest.Pytester, codebench: Codebench, data_dir: Path
 ) -> None:
     problems = [packs.problem("T/1", min_cuda_toolkit=None), packs.problem("T/2", min_cuda_toolkit="99.0")]
     path = packs.write_problems(data_dir / "p.tar.gz", problems)
     run = codebench(f"--codebench-dataset={path}", "--codebench-run-without-gpu")
     run.result.assert_outcomes(passed=1, skipped=1)
-    # T/2 is the second line of problems.jsonl (the reason: a toolkit that is too old, or none).
-    run.result.stdout.fnmatch_lines(["SKIPPED [[]1[]] *p.tar.gz:2: *"])
+    # -rs names the task (the reason: a toolkit that is too old, or none), never the archive's
+    # path (outside the rootdir it reads ../../...tar.gz:2) nor the plugin's line that skipped.
+    run.result.stdout.fnmatch_lines([f"SKIPPED [[]1[]] {ID}::T/2[[]0[]]: *toolkit*"])
+    skipped = run.items["T/2[0]"]
+    assert skipped["status"] == "skipped"
+    assert f"{ID}::T/2[0]:" in skipped["message"]  # JUnit's skip text: the item as its location
+    skip_lines = [line for line in run.result.outlines if line.startswith("SKIPPED")]
+    assert skip_lines and not any("p.tar.gz" in line for line in [*skip_lines, skipped["message"]])
     assert "items.py" not in run.output
 
 
