@@ -13,8 +13,10 @@ from . import fixtures, hooks
 from .benchmark import benchmark_classes, get_benchmark_class
 from .context import HOSTS_KEY, SETTINGS_KEY, WORKER_RUN_DIR_KEY, HostRun, RunContext
 from .errors import DatasetError, HarnessError
+from .gate import validate_fail_under
 from .items import dataset_args, dataset_nodeid
-from .options import BENCHMARK, CORE_OPTIONS, SOLUTIONS, Option, Settings, register
+from .options import BENCHMARK, CORE_OPTIONS, FAIL_UNDER, SOLUTIONS, Option, Settings, register
+from .rooting import reroot
 from .runners import GpuProbe, runner_classes
 from .session import STATE_KEY, CodebenchSession
 
@@ -39,6 +41,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
     pluginmanager.add_hookspecs(hooks)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config: pytest.Config, args: list[str]) -> None:
+    """The rootdir and ini file follow where pytest runs, not the dataset (see :mod:`.rooting`)."""
+    reroot(early_config, args)
 
 
 @pytest.hookimpl(trylast=True)
@@ -75,6 +83,8 @@ def pytest_configure(config: pytest.Config) -> None:
         benchmark.solution_sets  # noqa: B018 - found (and two sets of one name refused) before collecting
     except ValueError as exc:
         raise pytest.UsageError(f"{SOLUTIONS.cli}: {exc}") from None
+    models = [each.name for each in benchmark.solution_sets if each.name is not None]
+    validate_fail_under(settings[FAIL_UNDER], models, benchmark.score_names(), settings.where(FAIL_UNDER))
     if not dataset_path.exists():
         raise pytest.UsageError(f"--codebench-dataset: {dataset_path} does not exist")
     # `pytest --codebench=NAME` with no paths grades the dataset rather than the tests of
