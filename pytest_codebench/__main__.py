@@ -1,5 +1,5 @@
-"""``python -m pytest_codebench merge ...``: see :mod:`.merge`."""
+"""``python -m pytest_codebench merge ...``, the ``codebench`` console script: see :mod:`.reports.merge`."""
 
-from .reports.merge import main
+from .reports.merge import python_m
 
-raise SystemExit(main())
+raise SystemExit(python_m())

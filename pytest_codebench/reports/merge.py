@@ -1,5 +1,6 @@
-"""``python -m pytest_codebench merge A.json B.json ... -o ALL.json [--markdown ALL.md]``: the JSON
-reports of a run's shards (``--codebench-shard I/N``, a CI matrix) as one report.
+"""``codebench merge A.json B.json ... -o ALL.json [--markdown ALL.md] [--junit A.xml B.xml
+--junitxml ALL.xml]`` (also ``python -m pytest_codebench merge``): the JSON reports of a run's
+shards (``--codebench-shard I/N``, a CI matrix) as one report, and their JUnit XML files as one.
 
 Every metric is computed again from the merged items by the benchmark's own ``summarize``, with
 the settings the reports give, so the merged report is the one a single run over all the items
@@ -28,6 +29,7 @@ from ..options import CORE_OPTIONS, MARKDOWN, REPORT, SHARD, K, Option, Settings
 from ..runners import runner_classes
 from . import markdown
 from .comparison import ModelSummary, model_summaries, table, text_table
+from .junit_merge import JUnitMergeError, merge_junit
 from .reporting import ItemResult, RunInfo, counts, report_json
 
 # Options that differ between the parts of one run by design: each shard's part and outputs.
@@ -200,22 +202,50 @@ def _origin(part: Part) -> dict[str, Any]:
     }
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m pytest_codebench", description="pytest-codebench tools")
+DESCRIPTION = """\
+Merges the JSON reports of a run's shards (--codebench-shard I/N, a CI matrix) into one report.
+Every metric is computed again from the merged items, so the merged report is the one a single
+run over all the items would have written. Reports of different benchmarks, datasets, harnesses
+or grading settings, and reports that share an item, are refused. With --junit, the shards'
+JUnit XML files (pytest's --junitxml) are merged too, into --junitxml.
+
+example:
+  codebench merge part1.json part2.json -o all.json --junit part1.xml part2.xml --junitxml all.xml
+"""
+
+
+def main(argv: Sequence[str] | None = None, prog: str = "codebench") -> int:
+    parser = argparse.ArgumentParser(prog=prog, description="pytest-codebench tools")
     commands = parser.add_subparsers(dest="command", required=True)
     command = commands.add_parser(
         "merge",
-        help="merge the JSON reports of a run's shards, recomputing every metric",
-        description=(__doc__ or "").split("\n\n")[0],
+        help="merge the JSON reports (and JUnit XML files) of a run's shards, recomputing every metric",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    command.add_argument("reports", nargs="+", type=Path, metavar="REPORT.json")
-    command.add_argument("-o", "--output", required=True, type=Path, metavar="ALL.json")
+    command.add_argument("reports", nargs="+", type=Path, metavar="REPORT.json", help="each shard's --codebench-report")
+    command.add_argument("-o", "--output", required=True, type=Path, metavar="ALL.json", help="the merged report")
     command.add_argument("--markdown", type=Path, metavar="ALL.md", help="also write the markdown report")
+    junit_help = "each shard's JUnit XML file (pytest's --junitxml), to merge into --junitxml"
+    command.add_argument("--junit", nargs="+", type=Path, default=[], metavar="PART.xml", help=junit_help)
+    command.add_argument("--junitxml", type=Path, metavar="ALL.xml", help="where the merged JUnit XML goes")
     args = parser.parse_args(argv)
+    if bool(args.junit) != bool(args.junitxml):
+        parser.error("--junit PART.xml ... and --junitxml ALL.xml go together")
     try:
         lines = merge(args.reports, args.output, args.markdown)
-    except MergeError as exc:
+        junit = merge_junit(args.junit, args.junitxml) if args.junitxml else None
+    except (MergeError, JUnitMergeError) as exc:
         print(f"merge: error: {exc}", file=sys.stderr)
         return 1
-    print("\n".join([*lines, f"report: {args.output}", *([f"markdown: {args.markdown}"] if args.markdown else [])]))
+    lines += [f"report: {args.output}", *([f"markdown: {args.markdown}"] if args.markdown else [])]
+    if junit is not None:
+        counted = ", ".join(f"{value} {name}" for name, value in junit.items())
+        lines.append(f"junit: {args.junitxml} ({counted})")
+    print("\n".join(lines))
     return 0
+
+
+def python_m() -> int:
+    """``python -m pytest_codebench``: the same tool under the name it was called by."""
+    return main(prog="python -m pytest_codebench")
