@@ -144,6 +144,11 @@ class Benchmark(abc.ABC):
         scores = {name: f"{value:.2f}%" for name, value in summary.scores.items()}
         return {**pass_at_k_columns(summary.metrics), **scores}
 
+    def score_names(self) -> list[str]:
+        """The named scores :meth:`summarize` reports with these settings (``Summary.scores``):
+        what ``--codebench-fail-under NAME=PERCENT`` may name besides a model, checked at configure."""
+        return []
+
     def report_info(self) -> dict[str, Any]:
         """Extra facts for the JSON report (probed toolkit, GPU...)."""
         return {}

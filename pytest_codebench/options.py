@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Generic, Literal, TypeVar
 
 import pytest
 
 from .sweeps.shards import parse_shard
+from .sweeps.solution_sets import NAME as SET_NAME
 from .sweeps.solution_sets import SolutionSpec, parse_solutions
 
 T = TypeVar("T")
@@ -170,8 +170,9 @@ def percent(text: str) -> float:
 
 @dataclasses.dataclass(frozen=True)
 class Threshold:
-    """``--codebench-fail-under``'s bar: the benchmark's score (``name`` None), or one of the
-    named scores it reports (``fast_1.0=40``), in percent."""
+    """One of ``--codebench-fail-under``'s bars, in percent: the benchmark's score (``name``
+    None), a model's (``gpt-5=40``, in a sweep) or a named score it reports (``fast_1.0=40``);
+    which of the two a name is, :mod:`.gate` decides at configure."""
 
     name: str | None
     value: float
@@ -180,26 +181,38 @@ class Threshold:
         return f"{self.name}={self.value:g}" if self.name else f"{self.value:g}"
 
 
-# A named score: letters and underscores, then an optional number (fast_1.0, fast_2).
-SCORE_NAME = re.compile(r"[a-z][a-z_]*(?:[0-9]+(?:\.[0-9]+)?)?")
-
-
 def threshold(text: str) -> Threshold:
-    """``40`` (the benchmark's score) or ``NAME=40`` (a named score), in percent."""
+    """``40`` (the benchmark's score) or ``NAME=40`` (a model's, or a named score), in percent.
+    A NAME is spelt as a solution set's (a named score's spelling is a part of it)."""
     name, equals, value = text.strip().rpartition("=")
-    if equals and not SCORE_NAME.fullmatch(name.strip()):
-        raise ValueError(f"not a score name: {name.strip()!r} (expected NAME=PERCENT, e.g. fast_1.0=40)")
+    if equals and not SET_NAME.fullmatch(name.strip()):
+        raise ValueError(
+            f"not a model or score name: {name.strip()!r} (expected NAME=PERCENT, e.g. gpt-5=40 or fast_1.0=40)"
+        )
     return Threshold(name.strip() or None, percent(value.strip()))
 
 
-FAIL_UNDER: Option[Threshold | None] = Option(
+def thresholds(text: str) -> list[Threshold]:
+    """One bar or several, comma separated (``40,gpt-5=50``), each named once."""
+    bars = [threshold(part) for part in text.split(",") if part.strip()]
+    if not bars:
+        raise ValueError("expected PERCENT or NAME=PERCENT")
+    names = [bar.name for bar in bars]
+    twice = next((name for name in names if names.count(name) > 1), "")
+    if twice != "":
+        raise ValueError(f"{twice or 'the score'} has two bars")
+    return bars
+
+
+FAIL_UNDER: Option[list[Threshold]] = Option(
     "fail-under",
-    "Exit status follows the benchmark's score (in percent) instead of the items, or a named score "
-    "it reports with NAME=PERCENT (ComputeEval: fast_1.0=40); any harness error fails it too, unless "
-    "--codebench-allow-errors.",
-    None,
-    threshold,
-    "SCORE",
+    "Exit status follows the benchmark's score (in percent) instead of the items; in a sweep every "
+    "model's own score. NAME=PERCENT gates one model of the sweep, or a named score the benchmark "
+    "reports (ComputeEval with --codebench-perf: fast_1.0=40); several comma separated. Any harness "
+    "error fails it too, unless --codebench-allow-errors.",
+    [],
+    thresholds,
+    "SCORE[,NAME=SCORE...]",
     grading=False,
 )
 ALLOW_ERRORS = bool_option(
@@ -345,21 +358,28 @@ def _validate(option: Option[T], where: str, raw: Any) -> T:
 class Settings:
     """The value of every registered option, each parsed and checked once."""
 
-    def __init__(self, values: Mapping[str, Any]) -> None:
+    def __init__(self, values: Mapping[str, Any], wheres: Mapping[str, str] | None = None) -> None:
         self._values = dict(values)
+        self._wheres = dict(wheres or {})
 
     @classmethod
     def read(cls, config: pytest.Config, options: Iterable[Option[Any]]) -> Settings:
         """Every option's value from ``config``, the environment and the ini file. A bad value
         is a usage error before anything is graded."""
-        values = {}
+        values, wheres = {}, {}
         for option in options:
             values[option.name] = option.default
             for where, raw in _sources(config, option):
                 if raw is not None and raw != "" and raw != []:
                     values[option.name] = _validate(option, where, raw)
+                    wheres[option.name] = where
                     break
-        return cls(values)
+        return cls(values, wheres)
+
+    def where(self, option: Option[Any]) -> str:
+        """Where ``option``'s value was set (its flag, its environment variable or its ini
+        key), for a check made later that names the source as a bad value's error does."""
+        return self._wheres.get(option.name, option.cli)
 
     def __getitem__(self, option: Option[T]) -> T:
         value: T = self._values.get(option.name, option.default)

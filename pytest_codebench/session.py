@@ -11,9 +11,10 @@ import pytest
 
 from .benchmark import Benchmark
 from .context import HOSTS_KEY, RunContext
+from .gate import gate_lines
 from .grading import EXPOSURE_KEY, VERDICT_KEY, Exposure
 from .items import CodebenchItem, DatasetFile, place_skip
-from .options import ALLOW_ERRORS, FAIL_UNDER, MARKDOWN, REPORT, RUNNER, SHARD, Settings, Threshold
+from .options import ALLOW_ERRORS, FAIL_UNDER, MARKDOWN, REPORT, RUNNER, SHARD, Settings
 from .reports import markdown
 from .reports.comparison import ModelSummary, model_summaries, table, text_table
 from .reports.harness import harness_version
@@ -23,7 +24,6 @@ from .reports.reporting import (
     Summary,
     counts,
     crash_result,
-    examples,
     item_result,
     junit_properties,
     outcome_lines,
@@ -169,18 +169,18 @@ class CodebenchSession:
 
     @property
     def fail_under_met(self) -> bool | None:
-        """Whether the score reaches ``--codebench-fail-under`` (None when not asked) and, unless
-        ``--codebench-allow-errors``, no item ended in a harness error."""
-        bar = self.settings[FAIL_UNDER]
-        if bar is None or self.summary is None:
-            return None
-        return not self.fail_under_shortfalls(bar)
+        """Whether the scores reach ``--codebench-fail-under`` (None when not asked; in a sweep
+        each model's own) and, unless ``--codebench-allow-errors``, no item ended in a harness error."""
+        gate = self.fail_under()
+        return None if gate is None else not gate[1]
 
-    def fail_under_shortfalls(self, bar: Threshold) -> list[str]:
-        """Why the run does not meet ``--codebench-fail-under``: nothing when it does."""
-        assert self.summary is not None
+    def fail_under(self) -> tuple[list[str], list[str]] | None:
+        """``--codebench-fail-under``'s lines and why it is not met (:func:`.gate.gate_lines`);
+        None when not asked."""
+        if not self.settings[FAIL_UNDER] or self.summary is None:
+            return None
         errors = sorted(result["id"] for result in self.results if outcome_of(result) is Outcome.ERROR)
-        return fail_under_shortfalls(bar, self.summary, errors, self.settings[ALLOW_ERRORS])
+        return gate_lines(self.settings[FAIL_UNDER], self.summary, self.models, errors, self.settings[ALLOW_ERRORS])
 
     def pytest_unconfigure(self) -> None:
         self.reuse.close()
@@ -198,14 +198,12 @@ class CodebenchSession:
             write("per model:")
             for line in text_table(table(self.benchmark.columns, ModelSummary(self.summary, {}), self.models)):
                 write("  " + line)
-        bar = self.settings[FAIL_UNDER]
-        if bar is not None:
-            score = compared_score(bar, self.summary)
-            shown = "n/a" if score is None else f"{score:.2f}%"
-            shortfalls = self.fail_under_shortfalls(bar)
-            write(f"fail-under {bar}%: {bar.name or 'score'} {shown}, {'NOT met' if shortfalls else 'met'}")
-            if shortfalls:
-                write("fail-under NOT met because " + "; and ".join(shortfalls))
+        gate = self.fail_under()
+        if gate is not None:
+            for line in gate[0]:
+                write(line)
+            if gate[1]:
+                write("fail-under NOT met because " + "; and ".join(gate[1]))
         for line in reuse_lines(self.results, self.reuse):
             write(line)
         write(f"logs: {self.context.run_dir / 'logs'}")
@@ -220,29 +218,3 @@ class CodebenchSession:
         """A worker that died took its item with it: harness trouble, reported as an error."""
         report.when = "setup"  # an error, in the terminal and JUnit alike
         report.codebench = crash_result(report.nodeid)  # type: ignore[attr-defined]
-
-
-def compared_score(bar: Threshold, summary: Summary) -> float | None:
-    """The score ``bar`` compares: the benchmark's, or the named one; None when not reported."""
-    return summary.score if bar.name is None else summary.scores.get(bar.name)
-
-
-def fail_under_shortfalls(bar: Threshold, summary: Summary, errors: list[str], allow_errors: bool) -> list[str]:
-    """Why a run does not meet ``bar``: nothing when it does. ``errors``: the ids of items that
-    ended in a harness error, which fail it unless ``allow_errors``. A named score the run did
-    not report fails it, saying which names it has: a typo must not pass a gate silently."""
-    why = []
-    score = compared_score(bar, summary)
-    if bar.name is not None and score is None:
-        names = ", ".join(sorted(summary.scores)) or "none"
-        why.append(f"this run reports no score named {bar.name} (its named scores: {names})")
-    elif score is None:
-        why.append("no score")
-    elif score < bar.value:
-        why.append(f"{bar.name or 'the score'} is under {bar.value:g}%")
-    if errors and not allow_errors:
-        why.append(
-            f"{len(errors)} item(s) ended in a harness error ({examples(errors)}); "
-            f"{ALLOW_ERRORS.cli} lets the score alone decide"
-        )
-    return why

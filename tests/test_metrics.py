@@ -12,12 +12,12 @@ from pytest_codebench.benchmark import Sample, join_samples
 from pytest_codebench.benchmarks.pie.report import candidate_speedups
 from pytest_codebench.benchmarks.pie.report import summarize as summarize_pie
 from pytest_codebench.cases import Case
+from pytest_codebench.gate import Check, compared_score, gate_lines
 from pytest_codebench.grading import Exposure, Grading
 from pytest_codebench.options import CACHE_DIR, Threshold, percent, threshold
 from pytest_codebench.reports.metrics import describe_excluded, describe_pass_at_k, pass_at_k, pass_at_ks
 from pytest_codebench.reports.reporting import ItemResult, Summary, cause, item_result
 from pytest_codebench.runners.local import LocalRunner
-from pytest_codebench.session import compared_score, fail_under_shortfalls
 from pytest_codebench.verdict import Outcome, Verdict
 
 
@@ -153,16 +153,16 @@ def test_fail_under_takes_a_plain_percentage_or_a_named_one():
     assert str(threshold("fast_1.5=40")) == "fast_1.5=40" and str(threshold("40")) == "40"
 
 
-@pytest.mark.parametrize("text", ["=40", "Fast_1.0=40", "fast-1.0=40", "fast_1..0=40", "1.0=40", "a=b=40"])
-def test_a_named_fail_under_needs_a_score_name(text):
-    with pytest.raises(ValueError, match="not a score name"):
+@pytest.mark.parametrize("text", ["=40", "fast 1.0=40", "-fast=40", "fast/1=40", "a=b=40", "gpt[5]=40"])
+def test_a_named_fail_under_needs_a_model_or_score_name(text):
+    with pytest.raises(ValueError, match="not a model or score name"):
         threshold(text)
 
 
 def test_a_bad_named_fail_under_is_a_usage_error_naming_its_source(pytester):
     result = pytester.runpytest_subprocess("--codebench=computeeval", "--codebench-fail-under", "fast 1=5")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*--codebench-fail-under=fast 1=5: not a score name: 'fast 1'*"])
+    result.stderr.fnmatch_lines(["*--codebench-fail-under=fast 1=5: not a model or score name: 'fast 1'*"])
     pytester.makeini("[pytest]\ncodebench_fail_under = fast_1.0=abc\n")
     from_ini = pytester.runpytest_subprocess("--codebench=computeeval")
     assert from_ini.ret == pytest.ExitCode.USAGE_ERROR
@@ -176,54 +176,58 @@ def summary(score: float | None, **scores: float) -> Summary:
     return Summary(lines=[], metrics={}, score=score, scores=dict(scores))
 
 
+def shortfalls(bar: Threshold, run: Summary, errors: list[str], allow_errors: bool) -> list[str]:
+    """Why a run of one unnamed set misses ``bar``."""
+    return gate_lines([bar], run, {}, errors, allow_errors)[1]
+
+
 def test_a_named_fail_under_compares_the_named_score():
     named = summary(90.0, **{"fast_1.0": 40.0, "fast_1.5": 10.0})
-    assert fail_under_shortfalls(Threshold("fast_1.0", 40), named, [], False) == []
-    assert fail_under_shortfalls(Threshold("fast_1.5", 40), named, [], False) == ["fast_1.5 is under 40%"]
-    assert compared_score(Threshold("fast_1.5", 40), named) == 10.0
+    assert shortfalls(Threshold("fast_1.0", 40), named, [], False) == []
+    assert shortfalls(Threshold("fast_1.5", 40), named, [], False) == ["fast_1.5 is under 40%"]
+    assert compared_score(Check(None, "fast_1.5", 40), named) == 10.0
     # A plain number keeps comparing the benchmark's score (pass@1), not a named one.
-    assert fail_under_shortfalls(Threshold(None, 95), named, [], False) == ["the score is under 95%"]
-    assert fail_under_shortfalls(Threshold(None, 90), named, [], False) == []
+    assert shortfalls(Threshold(None, 95), named, [], False) == ["the score is under 95%"]
+    assert shortfalls(Threshold(None, 90), named, [], False) == []
 
 
 def test_a_named_score_the_run_does_not_report_fails_saying_which_it_has():
     named = summary(90.0, **{"fast_1.0": 40.0, "fast_1.5": 10.0})
-    assert fail_under_shortfalls(Threshold("fast_3.0", 0), named, [], False) == [
+    assert shortfalls(Threshold("fast_3.0", 0), named, [], False) == [
         "this run reports no score named fast_3.0 (its named scores: fast_1.0, fast_1.5)"
     ]
-    assert fail_under_shortfalls(Threshold("fast_1.0", 0), summary(90.0), [], True) == [
+    assert shortfalls(Threshold("fast_1.0", 0), summary(90.0), [], True) == [
         "this run reports no score named fast_1.0 (its named scores: none)"
     ]
 
 
 def test_a_named_fail_under_still_fails_on_a_harness_error_unless_allowed():
     named = summary(None, **{"fast_1.0": 50.0})
-    shortfalls = fail_under_shortfalls(Threshold("fast_1.0", 40), named, ["T/2[0]"], False)
-    assert shortfalls == [
+    missed = shortfalls(Threshold("fast_1.0", 40), named, ["T/2[0]"], False)
+    assert missed == [
         "1 item(s) ended in a harness error (T/2[0]); --codebench-allow-errors lets the score alone decide"
     ]
-    assert fail_under_shortfalls(Threshold("fast_1.0", 40), named, ["T/2[0]"], True) == []
-    assert fail_under_shortfalls(Threshold(None, 40), named, [], True) == ["no score"]
+    assert shortfalls(Threshold("fast_1.0", 40), named, ["T/2[0]"], True) == []
+    assert shortfalls(Threshold(None, 40), named, [], True) == ["no score"]
 
 
-def test_a_named_fail_under_the_benchmark_does_not_report_fails_the_run(pytester, codebench):
+def test_a_named_fail_under_the_benchmark_does_not_report_is_a_usage_error(pytester, codebench):
     dataset = packs.write_problems(pytester.path / "p-problems.tar.gz", [packs.problem("T/1")])
     answers = packs.write_solutions(pytester.path / "s-solutions.tar.gz", [packs.solution("T/1", packs.RIGHT)])
     args = ["--codebench-dataset", str(dataset), "--codebench-solutions", str(answers), "--codebench-run-without-gpu"]
-    run = codebench(*args, "--codebench-fail-under", "fast_1.0=40", "--codebench-report", "report.json")
-    assert run.items["T/1[0]"]["status"] == "passed"
-    assert run.result.ret == pytest.ExitCode.TESTS_FAILED  # all passed, yet no such score: not met
-    run.result.stdout.fnmatch_lines(
+    # fast_p needs --codebench-perf: refused before anything is built, not failed once all is.
+    run = codebench(*args, "--codebench-fail-under", "fast_1.0=40")
+    assert run.result.ret == pytest.ExitCode.USAGE_ERROR and run.items == {}
+    run.result.stderr.fnmatch_lines(
         [
-            "fail-under fast_1.0=40%: fast_1.0 n/a, NOT met",
-            "fail-under NOT met because this run reports no score named fast_1.0 (its named scores: none)",
+            "*--codebench-fail-under=fast_1.0=40: fast_1.0 names no model of this run (it grades one unnamed set)"
+            " and no score the benchmark reports with these options (its named scores: none)"
         ]
     )
-    report = json.loads((pytester.path / "report.json").read_text())
-    assert report["scores"] == {} and report["options"]["fail-under"] == "fast_1.0=40"
-    met = codebench(*args, "--codebench-fail-under", "100")
+    met = codebench(*args, "--codebench-fail-under", "100", "--codebench-report", "report.json")
     assert met.result.ret == pytest.ExitCode.OK
     met.result.stdout.fnmatch_lines(["fail-under 100%: score 100.00%, met"])
+    assert json.loads((pytester.path / "report.json").read_text())["options"]["fail-under"] == ["100"]
 
 
 def test_pie_counts_a_candidates_skip_or_error_as_wrong_unless_excused():

@@ -51,19 +51,24 @@ def pass_at_ks(results: list[ItemResult], ks: list[int]) -> PassAtK:
     """pass@k for each k, the mean over every problem with a scored item (passed, failed, or a
     skip or error that is not excused, which counts as failed). A problem without an answer
     scores 0 at every k (no draw of its samples can pass). A k that some problem has too few
-    samples for is not computed, with the reason (never silently dropped)."""
-    tasks: dict[str, list[int]] = defaultdict(lambda: [0, 0])  # task -> [scored n, passed c]
+    samples for is not computed, with the reason (never silently dropped).
+
+    The samples of a problem are its answers: the ``missing_solution`` item of a set that did
+    not answer it is none. So a model's problem is answered or missing, never both, and in a
+    sweep's pooled figure a problem one model skipped is scored on the other models' answers
+    (zero only when no model answered it). Each model's own score is computed from its items
+    alone (:mod:`.comparison`), where a skipped problem scores 0: no model gains by skipping."""
+    tasks: dict[str, list[int]] = defaultdict(lambda: [0, 0])  # task -> [answered n, passed c]
     seen: set[str] = set()
-    missing: set[str] = set()
     for result in results:
         if not result["task_id"]:
             continue  # no problem of the dataset (an unreadable record, an answer to no task)
         seen.add(result["task_id"])
         if scored(result):
-            tasks[result["task_id"]][0] += 1
-            tasks[result["task_id"]][1] += outcome_of(result) is Outcome.PASSED
-        if outcome_of(result) is Outcome.MISSING_SOLUTION:
-            missing.add(result["task_id"])
+            counts = tasks[result["task_id"]]
+            counts[0] += outcome_of(result) is not Outcome.MISSING_SOLUTION
+            counts[1] += outcome_of(result) is Outcome.PASSED
+    missing = {task for task, (n, _) in tasks.items() if n == 0}
     values: dict[str, float] = {}
     not_computed: dict[str, str] = {}
     for k in ks:

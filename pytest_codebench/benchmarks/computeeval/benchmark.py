@@ -44,7 +44,7 @@ from .loading.records import Problem, solution_files, timeout_of
 from .perf import bench, profilers
 from .perf import phase as perf
 from .perf.phase import PERF, PERF_OPTIONS, PROFILER
-from .perf.scores import describe_perf, perf_columns, perf_metrics, perf_scores
+from .perf.scores import FAST_P, describe_perf, perf_columns, perf_metrics, perf_scores
 from .reference import ReferenceCache, reference_key
 from .rules import (
     SKIP_KIND,
@@ -311,6 +311,9 @@ class ComputeEval(Benchmark):
     @property
     def timed(self) -> bool:
         return bool(self.settings[PERF])
+
+    def score_names(self) -> list[str]:
+        return [f"fast_{p:.1f}" for p in FAST_P] if self.settings[PERF] else []  # as perf_scores names them
 
     def report_info(self) -> dict[str, Any]:
         info = {**(self.context.stored(MACHINE_KEY) or {}), **releases.report_info(self.context)}

@@ -1,0 +1,112 @@
+"""``--codebench-fail-under``: which scores its bars compare, checked at configure, and whether
+a finished run meets them.
+
+A bar is ``PERCENT`` (the benchmark's score), ``NAME=PERCENT`` where NAME is a model of the
+sweep or a named score the benchmark reports (ComputeEval's ``fast_1.0``), or several of them.
+In a sweep every bar that names no model applies to each model on its own score, never to the
+pooled figure of all models' samples: one strong model must not carry a weak one through the
+gate. A bar naming a model replaces, for that model, a bar of the same score that names none.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+
+import pytest
+
+from .options import ALLOW_ERRORS, Threshold
+from .reports.comparison import ModelSummary
+from .reports.reporting import Summary, examples
+
+
+@dataclasses.dataclass(frozen=True)
+class Check:
+    """One comparison: the score ``score`` (None: the benchmark's score) of the model ``model``
+    (None: the whole run, one unnamed set) against ``value`` percent."""
+
+    model: str | None
+    score: str | None
+    value: float
+
+    def __str__(self) -> str:  # the bar, as the terminal shows it
+        whose = f" ({self.model})" if self.model else ""
+        return f"{self.score + '=' if self.score else ''}{self.value:g}%{whose}"
+
+
+def validate_fail_under(bars: list[Threshold], models: Sequence[str], score_names: Sequence[str], where: str) -> None:
+    """One usage error, before anything is graded, for a bar whose name is neither a model of
+    this run (``models``: the sets' names; none for one unnamed set) nor a score the benchmark
+    reports with these options (``score_names``): it could only fail the gate once every item
+    was graded."""
+    for bar in bars:
+        if bar.name is None or bar.name in models or bar.name in score_names:
+            continue
+        have = f"its models: {', '.join(models)}" if models else "it grades one unnamed set"
+        scores = ", ".join(score_names) or "none"
+        raise pytest.UsageError(
+            f"{where}={bar}: {bar.name} names no model of this run ({have}) and no score the benchmark reports "
+            f"with these options (its named scores: {scores})"
+        )
+
+
+def checks(bars: Sequence[Threshold], models: Sequence[str]) -> list[Check]:
+    """The comparisons ``bars`` ask of a run whose models are ``models`` (none: one unnamed set)."""
+    named = {bar.name: bar.value for bar in bars if bar.name in models}
+    found: list[Check] = []
+    for bar in bars:
+        if bar.name in named:
+            continue
+        if not models:
+            found.append(Check(None, bar.name, bar.value))
+        else:
+            found += [Check(model, bar.name, bar.value) for model in models if bar.name or model not in named]
+    found += [Check(model, None, value) for model, value in named.items() if model is not None]
+    return found
+
+
+def compared_score(check: Check, summary: Summary) -> float | None:
+    """The score ``check`` compares in ``summary``: the benchmark's, or the named one; None when not reported."""
+    return summary.score if check.score is None else summary.scores.get(check.score)
+
+
+def shortfall(check: Check, summary: Summary) -> str | None:
+    """Why ``summary`` misses ``check``; None when it meets it. A named score the run did not
+    report misses, saying which it has: a typo must not pass a gate silently."""
+    whose = f"{check.model}: " if check.model else ""
+    score = compared_score(check, summary)
+    if check.score is not None and score is None:
+        names = ", ".join(sorted(summary.scores)) or "none"
+        return f"{whose}this run reports no score named {check.score} (its named scores: {names})"
+    if score is None:
+        return f"{whose}no score"
+    if score < check.value:
+        return f"{whose}{check.score or 'the score'} is under {check.value:g}%"
+    return None
+
+
+def gate_lines(
+    bars: list[Threshold],
+    summary: Summary,
+    models: Mapping[str, ModelSummary],
+    errors: list[str],
+    allow_errors: bool,
+) -> tuple[list[str], list[str]]:
+    """(one line per comparison, saying the score and whether it is met; why the gate is not
+    met, nothing when it is). ``errors``: the ids of items that ended in a harness error, which
+    fail it unless ``allow_errors``."""
+    lines, why = [], []
+    for check in checks(bars, list(models)):
+        own = models[check.model].summary if check.model else summary
+        score = compared_score(check, own)
+        missed = shortfall(check, own)
+        shown = "n/a" if score is None else f"{score:.2f}%"
+        lines.append(f"fail-under {check}: {check.score or 'score'} {shown}, {'NOT met' if missed else 'met'}")
+        if missed:
+            why.append(missed)
+    if errors and not allow_errors:
+        why.append(
+            f"{len(errors)} item(s) ended in a harness error ({examples(errors)}); "
+            f"{ALLOW_ERRORS.cli} lets the score alone decide"
+        )
+    return lines, why
