@@ -25,7 +25,7 @@ from pytest_codebench.gpu import cuda
 from pytest_codebench.gpu.scheduler import GpuScheduler, parse_slots
 from pytest_codebench.grading import Grading, Step
 from pytest_codebench.once import SlotPool
-from pytest_codebench.options import BUILD_JOBS, CACHE_DIR, KEEP_WORKSPACES, K, Option, bool_option
+from pytest_codebench.options import BUILD_JOBS, CACHE_DIR, KEEP_WORKSPACES, K, Option, bool_option, text_option
 from pytest_codebench.reports.comparison import Row
 from pytest_codebench.reports.metrics import describe_excluded, describe_pass_at_k, pass_at_ks
 from pytest_codebench.reports.reporting import ItemResult, Summary
@@ -36,6 +36,7 @@ from pytest_codebench.workspace.files import UnsafePath, guarded_paths, normalis
 
 from ..records import sha256_file
 from ..speedup import ACCEPT_SUSPECT, MAX_SPEEDUP, describe_trials
+from .graded import write_graded_solutions
 from .guard import canary, link, main_guard, pycanary
 from .headers import system_headers
 from .loading import releases
@@ -82,12 +83,18 @@ GPU_SLOTS = Option(
     "N",
     ini_type="int",
 )
+GRADED_SOLUTIONS = text_option(
+    "graded-solutions",
+    "Write NVIDIA's <set>-graded-solutions.jsonl (one per solution set, NVIDIA's field names) into DIR.",
+    metavar="DIR",
+    grading=False,
+)
 
 
 class ComputeEval(Benchmark):
     name = "computeeval"
     default_dataset = "computeeval/sample-problems.tar.gz"
-    options = (RUN_WITHOUT_GPU, GPU_SHARE, GPU_SLOTS, *PERF_OPTIONS)
+    options = (RUN_WITHOUT_GPU, GPU_SHARE, GPU_SLOTS, GRADED_SOLUTIONS, *PERF_OPTIONS)
 
     def __init__(self, context: RunContext) -> None:
         super().__init__(context)
@@ -387,6 +394,10 @@ class ComputeEval(Benchmark):
         return {**super().columns(summary), **perf_columns(summary.metrics.get("perf"))}
 
     def finish(self, results: list[ItemResult]) -> None:
-        """The references built for timing go with the run (each item removed its own)."""
+        """The references built for timing go with the run (each item removed its own);
+        --codebench-graded-solutions is written (on the controller: every item's result)."""
         if not self.settings[KEEP_WORKSPACES]:
             remove_tree(self.context.run_dir / bench.FOLDER)
+        graded = self.settings[GRADED_SOLUTIONS]
+        if graded:
+            write_graded_solutions(Path(graded), results, self.load().cases, self.solution_sets)
