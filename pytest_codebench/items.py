@@ -26,6 +26,9 @@ from .verdict import Status, Verdict
 
 # Stripped from a dataset's file name for its node id: they say how it is stored, not which it is.
 STORAGE_SUFFIXES = frozenset({".gz", ".tgz", ".tar", ".bz2", ".xz", ".zip", ".jsonl", ".json", ".yaml", ".yml"})
+# A group that can be a marker: a name ``-m`` reads as one word, and an ini ``markers`` line
+# can register (no ``:`` or ``(``); not starting with ``_``, which pytest.mark refuses.
+GROUP_NAME = re.compile(r"[^\W_][\w.+-]*")
 
 
 def dataset_nodeid(benchmark: str, path: Path) -> str:
@@ -57,8 +60,7 @@ def dataset_args(args: Sequence[str], nodeid: str, path: Path) -> list[str]:
 def _judge(codebench_verdict: Verdict) -> None:
     """Body of every codebench item. The grading happened in setup (the ``codebench_verdict``
     fixture), so that harness trouble is reported as an error and only the model's own
-    failures as failures. A skip raised here is moved to the case's place in the dataset by
-    :func:`place_skip`."""
+    failures as failures. A skip raised here is reported at the item by :func:`place_skip`."""
     status = codebench_verdict.outcome.status
     if status is Status.SKIPPED:
         pytest.skip(codebench_verdict.reason)
@@ -74,6 +76,7 @@ class DatasetFile(pytest.File):
         super().__init__(**kwargs)
         self.benchmark = benchmark
         self.add_marker(pytest.mark.codebench(benchmark.name))
+        self._groups: dict[str, pytest.MarkDecorator | None] = {}
 
     def collect(self) -> Iterator[CodebenchItem]:
         try:
@@ -95,6 +98,24 @@ class DatasetFile(pytest.File):
             # pytest changes them.
             shared = item._fixtureinfo
             yield item
+
+    def group_mark(self, group: str) -> pytest.MarkDecorator | None:
+        """The mark named by ``group`` (``-m cuda-kernels``, and through it the keyword of
+        ``-k cuda-kernels``), registered so that ``--strict-markers`` knows it; None (a keyword
+        only) for a name that a marker of pytest's or a plugin's has already (a group named
+        ``skip`` must not skip), or that ``-m`` could not spell."""
+        if group not in self._groups:
+            made = None
+            if GROUP_NAME.fullmatch(group) and group not in self._known_marks:
+                self.config.addinivalue_line("markers", f"{group}: codebench items of the dataset's group {group}")
+                made = getattr(pytest.mark, group)
+            self._groups[group] = made
+        return self._groups[group]
+
+    @functools.cached_property
+    def _known_marks(self) -> frozenset[str]:
+        """The markers registered before any group's (``name(args): text`` lines)."""
+        return frozenset(line.split(":")[0].split("(")[0].strip() for line in self.config.getini("markers"))
 
     def _load(self) -> Dataset:
         """Read and verified by one process of the run: the first xdist worker to ask, whose
@@ -133,6 +154,12 @@ class CodebenchItem(pytest.Function):
             # pytest-timeout is the backstop against a hung harness step, not the grader's
             # clock: the benchmark's own timeouts fire first and give the precise outcome.
             self.add_marker(_timeout_mark(case.timeout))
+        if case.group:
+            group = parent.group_mark(case.group)
+            if group is None:
+                self.extra_keyword_matches.add(case.group)
+            else:
+                self.add_marker(group)
         for mark in parent.benchmark.marks(case):
             self.add_marker(mark)
 

@@ -75,8 +75,10 @@ class CodebenchSession:
             raise pytest.UsageError(why)
 
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
-        # Duplicate samples after the firsts: graded once, they rarely wait for their first.
-        items[:] = self.reuse.plan(items)
+        # Items are the dataset's, in its order (what --collect-only, -v and JUnit show); xdist's
+        # workers, whose order only schedules, run duplicate samples after the firsts: graded
+        # once, they rarely wait for their first there.
+        items[:] = self.reuse.plan(items, move=self.is_worker)
 
     def pytest_collect_file(self, file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
         if file_path == self.dataset_path:

@@ -4,8 +4,8 @@ from a duplicate (a sample of this run with the same task and the same answer).
 Before an item is graded (before its workspace is made) its key is looked up in the store
 (``--codebench-store on`` or ``read``). Samples of one task whose answers are equal are found
 at collection: the first is graded, the others wait for its verdict (a file lock per key, in
-the run's folder, shared by every xdist worker; duplicates are ordered after the firsts so
-that they rarely wait) and take it, naming the item that was graded (``same_as``).
+the run's folder, shared by every xdist worker; xdist's workers run duplicates after the
+firsts so that they rarely wait) and take it, naming the item that was graded (``same_as``).
 """
 
 from __future__ import annotations
@@ -134,10 +134,10 @@ class Reuse:
             task = self._tasks[(case.model, case.task_id)] = digest(self.benchmark.task_key(case))
         return task, digest(self.benchmark.answer(case))
 
-    def plan(self, items: list[pytest.Item]) -> list[pytest.Item]:
+    def plan(self, items: list[pytest.Item], *, move: bool) -> list[pytest.Item]:
         """``items`` with the duplicates (a sample whose task and answer an earlier item has)
-        marked and moved after the others, in the same order in every xdist worker. Only the
-        answers of tasks with several samples are hashed."""
+        marked and, where ``move``, moved after the others, in the same order in every xdist
+        worker. Only the answers of tasks with several samples are hashed."""
         cases = [(item, case) for item in items if (case := _gradable(item)) is not None]
         samples: dict[str, int] = {}
         for _, case in cases:
@@ -153,7 +153,7 @@ class Reuse:
                 for member in members:
                     member.stash[SHARED_KEY] = key
                 later.update(id(member) for member in members[1:])
-        if not later:
+        if not later or not move:
             return items
         return [item for item in items if id(item) not in later] + [item for item in items if id(item) in later]
 
