@@ -172,6 +172,7 @@ def test_every_problem_loads_verifies_and_materialises(release, releases, tmp_pa
     assert not problems, f"{len(problems)} of {len(cases)} problems of {release}:\n" + "\n".join(problems[:50])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("release", RELEASES)
 def test_reference_solutions_build_or_skip_for_a_stated_reason(release, releases, sample, release_cache, pytester):
     chosen = sample[release]

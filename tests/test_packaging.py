@@ -344,6 +344,7 @@ def user_pytest(installed: Path, project: Path) -> UserPytest:
     return run
 
 
+@pytest.mark.slow
 def test_an_installed_wheel_grades_its_bundled_sample_with_stable_ids(
     installed: Path, user_pytest: UserPytest, project: Path
 ) -> None:

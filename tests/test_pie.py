@@ -618,6 +618,7 @@ def borne_out(stop: str, low: float, high: float) -> bool:
     return stop in ("narrow", "cap")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("xdist_args", [["-n", "2"]], ids=["xdist"])  # a minute of timing: once
 def test_the_bundled_sample_grades_as_expected(pytester: pytest.Pytester, pie: PieRun) -> None:
     # At most 12 trials (the sample's config says 5): room for the clear cases to stop early.
