@@ -144,6 +144,18 @@ class CodebenchSession:
         report_path = self.settings[REPORT]
         if report_path:
             models = {name: model.to_json() for name, model in self.models.items()}
+    def pytest_report_teststatus(self, report: pytest.TestReport) -> tuple[str, str, str] | None:
+        """The word ``-v`` (and ``-rf``) shows for a graded item: a failure names its category
+        (``FAILED build_error``), and a verdict the store served says so (``PASSED (stored)``).
+        Skips keep pytest's word: ``-rs`` shows the first skip's word for every line."""
+        result: ItemResult | None = getattr(report, "codebench", None)
+        if result is None or report.when != "call" or report.skipped:
+            return None
+        stored = " (stored)" if result["cached"] else ""
+        if report.failed:
+            return "failed", "F", f"FAILED {result['outcome']}{stored}"
+        return ("passed", ".", f"PASSED{stored}") if stored else None
+
             write_report(Path(report_path), self.run_info(), self.results, self.summary, models)
         markdown_path = self.settings[MARKDOWN]
         if markdown_path and self.results:
