@@ -39,15 +39,18 @@ from .load import load as read_dataset
 from .options import ALLOW_HARNESS_EDITS, COMPILER_CACHE, FAIL_VACUOUS, OPTIONS, RERUNS, RUN_TESTS
 from .rules import known_failures, missing_tests, with_harness_edits, with_vacuous
 from .suite import TESTBED, TreeRun
+from .swebench import SWEBENCH_DIR, write_swebench
 from .vacuous import vacuous_tests
 
 
 class TensorBench(Benchmark):
     name = "tensorbench"
     default_dataset = "tensorbench/tensorbench.json"
-    options = OPTIONS
+    options = (*OPTIONS, SWEBENCH_DIR)
     # SWE-bench's predictions, one file per model: NAME.jsonl (or a JSON list, NAME.json).
     solution_suffixes = (".jsonl", ".json")
+    # Each task's reference patch (its ``patch`` field), as SWE-bench's ``gold`` predictions.
+    solution_keywords = ("gold",)
 
     def load(self) -> Dataset:
         return read_dataset(self.dataset_path(), self.solution_sets)
@@ -121,6 +124,12 @@ class TensorBench(Benchmark):
         pass1 = overall["pass@k"].get("1")
         metrics = {**overall, "vacuous": vacuous, "compiler_cache": caches}
         return Summary(lines=lines, metrics=metrics, score=None if pass1 is None else 100 * pass1)
+
+    def finish(self, results: list[ItemResult]) -> None:
+        """SWE-bench's files (--codebench-swebench-dir), on the controller: every item's result."""
+        folder = self.settings[SWEBENCH_DIR]
+        if folder:
+            write_swebench(Path(folder), self.context.run_dir.name, results, self.load().cases)
 
     def _cache_line(self, kind: str, figures: dict[str, int]) -> str:
         if kind != "none":

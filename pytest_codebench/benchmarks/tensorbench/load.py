@@ -21,6 +21,8 @@ from pytest_codebench.sweeps.solution_sets import SolutionSet, sweep
 from ..records import Line, read_records, require, seconds, sha256_file
 
 DEFAULT_TEST_TIMEOUT = 3000
+# --codebench-solutions gold: each task's reference patch, SWE-bench's ``patch`` field.
+GOLD = "gold"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -38,6 +40,10 @@ def load(path: Path, sets: Sequence[SolutionSet]) -> Dataset:
     tasks = read_tasks(path)
 
     def cases_of(solutions: SolutionSet) -> list[Case]:
+        if solutions.path == GOLD:  # only the tasks that have a reference patch are in its score
+            gold = gold_samples(path, tasks)
+            answered = [sample.task_id for sample in gold]
+            return join_samples(answered, gold, lambda sample, number: _case(tasks, sample, number))
         predictions = Path(solutions.path or path.with_name("predictions.jsonl"))
         samples = read_predictions(predictions, path.name, tasks)
         return join_samples(list(tasks), samples, lambda sample, number: _case(tasks, sample, number), str(predictions))
@@ -100,6 +106,19 @@ def read_predictions(path: Path, dataset: str, tasks: dict[str, Task]) -> Iterat
             yield Sample(name, record, line.number, str(exc))
             continue
         yield Sample(name, record, line.number)
+
+
+def gold_samples(path: Path, tasks: dict[str, Task]) -> list[Sample]:
+    """Each task's reference patch as a prediction of the model ``gold`` (SWE-bench's name
+    for it), for the tasks that have one; a dataset with none cannot be graded as gold."""
+    samples = [
+        Sample(task_id, {"instance_id": task_id, "model_name_or_path": GOLD, "model_patch": patch}, task.line)
+        for task_id, task in tasks.items()
+        if isinstance(patch := task.record.get("patch"), str) and patch.strip()
+    ]
+    if not samples:
+        raise DatasetError(path, "--codebench-solutions gold: no task has a reference patch", field="patch")
+    return samples
 
 
 def _case(tasks: dict[str, Task], sample: Sample, number: int) -> Case:
