@@ -17,6 +17,7 @@ import pytest
 
 from .cases import Case
 from .context import RunContext, slug
+from .first_error import first_error_line
 from .options import CACHE_DIR
 from .runners import Runner, RunResult
 from .verdict import Outcome, Verdict
@@ -103,7 +104,12 @@ class Grading:
 
     def verdict(self, outcome: Outcome, reason: str = "", result: RunResult | None = None, **fields: Any) -> Verdict:
         """The conclusion, with the figures and logs so far; given the ``result`` of the
-        command it is about, also its command, exit code and the tail of its output."""
+        command it is about, also its command, exit code and the tail of its output. A build
+        error's reason starts with the first error its output names (the compiler's, not
+        pip's wrapping): the tail shows only the last lines, where the cause seldom is."""
+        if result is not None and outcome is Outcome.BUILD_ERROR:
+            first = first_error_line(result.output)
+            reason = f"{first} ({reason})" if first and reason else first or reason
         if result is not None:
             fields = {"command": result.command, "exit_code": result.exit_code, "output_tail": result.tail(), **fields}
         return Verdict(outcome, reason, figures=dict(self.figures), logs=dict(self.logs), **fields)

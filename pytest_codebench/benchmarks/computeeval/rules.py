@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import PurePosixPath
 from typing import Any
 
+from pytest_codebench.first_error import first_error_line
 from pytest_codebench.gpu import cuda
 from pytest_codebench.runners import RunResult
 from pytest_codebench.verdict import Outcome, Status, Verdict
@@ -29,8 +30,6 @@ NO_GPU_OUTPUT = re.compile(
 SKIP_LINE = re.compile(r"^\W*(skip(ped|ping)?\b|tests? skipped\b)", re.IGNORECASE | re.MULTILINE)
 # The oldest harnesses exit with this code for "skipped (architecture)".
 SKIP_EXIT_CODE = 200
-# The line of a compiler's or a test's output that says what went wrong first.
-ERROR_LINE = re.compile(r"\berror\b|\bfailed\b|\bfail\b|\bmismatch\b|assert", re.IGNORECASE)
 # What the reason of a reference check starts with: the summary counts items by it.
 CANNOT_GRADE = "this machine cannot grade"
 # How a test said it could not judge, kept in a verdict's figures under SKIP_KIND: a skip is
@@ -177,10 +176,7 @@ def shadowed_header(
 
 def first_error(verdict: Verdict) -> str:
     """The first line of a failed run's output that says what went wrong, else its reason."""
-    for line in verdict.output_tail.splitlines():
-        if ERROR_LINE.search(line):
-            return line.strip()[:300]
-    return verdict.reason
+    return first_error_line(verdict.output_tail) or verdict.reason
 
 
 def machine_cannot_grade(task_id: str, reference: Verdict) -> Verdict | None:

@@ -221,7 +221,10 @@ class Pie(Benchmark):
         grading.log(tag, logged)
         if tag == "candidate":
             grading.figures["candidate_acc"] = 0.0
-        return grading.verdict(failure.outcome, failure.reason, logged)
+        # A wrong output's reason quotes its first mismatching line: the output itself (40 lines
+        # of it in the failure text) would bury it, and its log keeps it whole.
+        quiet = {"output_tail": ""} if failure.outcome is Outcome.WRONG_OUTPUT else {}
+        return grading.verdict(failure.outcome, failure.reason, logged, **quiet)
 
     def _measure(self, sandbox: Sandbox, programs: list[Program], tests: list[int]) -> Figures:
         if self.settings[PIE_METRIC] == "instructions":
