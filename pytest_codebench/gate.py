@@ -96,15 +96,18 @@ def gate_lines(
     met, nothing when it is). ``errors``: the ids of items that ended in a harness error, which
     fail it unless ``allow_errors``."""
     lines, why = [], []
+    errors_fail = bool(errors) and not allow_errors  # every bar is then NOT met, the last line says why
     for check in checks(bars, list(models)):
         own = models[check.model].summary if check.model else summary
         score = compared_score(check, own)
         missed = shortfall(check, own)
         shown = "n/a" if score is None else f"{score:.2f}%"
-        lines.append(f"fail-under {check}: {check.score or 'score'} {shown}, {'NOT met' if missed else 'met'}")
+        lines.append(
+            f"fail-under {check}: {check.score or 'score'} {shown}, {'NOT met' if missed or errors_fail else 'met'}"
+        )
         if missed:
             why.append(missed)
-    if errors and not allow_errors:
+    if errors_fail:
         why.append(
             f"{len(errors)} item(s) ended in a harness error ({examples(errors)}); "
             f"{ALLOW_ERRORS.cli} lets the score alone decide"

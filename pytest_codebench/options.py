@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Generic, Literal, TypeVar
 
@@ -193,8 +194,9 @@ def threshold(text: str) -> Threshold:
 
 
 def thresholds(text: str) -> list[Threshold]:
-    """One bar or several, comma separated (``40,gpt-5=50``), each named once."""
-    bars = [threshold(part) for part in text.split(",") if part.strip()]
+    """One bar or several, separated by commas or spaces (``40,gpt-5=50``; the JSON report's
+    list reads back joined by spaces), each named once."""
+    bars = [threshold(part) for part in re.sub(r"\s*=\s*", "=", text).replace(",", " ").split()]
     if not bars:
         raise ValueError("expected PERCENT or NAME=PERCENT")
     names = [bar.name for bar in bars]

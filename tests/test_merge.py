@@ -156,7 +156,10 @@ def test_settings_are_read_back_from_a_reports_options() -> None:
     written = {"k": [1, 5], "fail-under": "fast_1.0=40", "shard": [1, 2], "keep-workspaces": True, "gpu-slots": 8}
     settings = settings_of(written, CORE_OPTIONS)
     assert settings[K] == [1, 5]
-    assert settings[FAIL_UNDER] == Threshold("fast_1.0", 40.0)
+    assert settings[FAIL_UNDER] == [Threshold("fast_1.0", 40.0)]
+    # Several bars, as a report writes them (a list), read back.
+    several = settings_of({"fail-under": ["40", "half=30"]}, CORE_OPTIONS)[FAIL_UNDER]
+    assert several == [Threshold(None, 40.0), Threshold("half", 30.0)]
     assert settings.as_dict()[SHARD.name] == [1, 2]  # no parser reads a pair back: kept as written
     assert settings.as_dict()["gpu-slots"] == 8  # another owner's option: as written
 

@@ -160,9 +160,9 @@ def test_a_named_fail_under_needs_a_model_or_score_name(text):
 
 
 def test_a_bad_named_fail_under_is_a_usage_error_naming_its_source(pytester):
-    result = pytester.runpytest_subprocess("--codebench=computeeval", "--codebench-fail-under", "fast 1=5")
+    result = pytester.runpytest_subprocess("--codebench=computeeval", "--codebench-fail-under", "fast/1=5")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*--codebench-fail-under=fast 1=5: not a model or score name: 'fast 1'*"])
+    result.stderr.fnmatch_lines(["*--codebench-fail-under=fast/1=5: not a model or score name: 'fast/1'*"])
     pytester.makeini("[pytest]\ncodebench_fail_under = fast_1.0=abc\n")
     from_ini = pytester.runpytest_subprocess("--codebench=computeeval")
     assert from_ini.ret == pytest.ExitCode.USAGE_ERROR

@@ -175,6 +175,8 @@ def merge(paths: Sequence[Path], output: Path, markdown_path: Path | None = None
         "run_dir": first.get("run_dir", ""),
         "environment": first.get("environment", {}),
         "harness_version": first.get("harness_version") or "",
+        "started": min((part.data.get("started") or "" for part in parts), default="") or None,
+        "wall_seconds": None,
     }
     data = report_json(run, results, summary, {name: model.to_json() for name, model in models.items()})
     data["merged_from"] = [_origin(part) for part in parts]
