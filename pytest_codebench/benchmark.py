@@ -91,6 +91,8 @@ class Benchmark(abc.ABC):
     #: How a file of solutions is named in a directory of solution sets (one per model); the
     #: set's name is the file's without it. NVIDIA's harness: ``NAME-solutions.tar.gz``.
     solution_suffixes: ClassVar[tuple[str, ...]] = ("-solutions.tar.gz",)
+    #: Words ``--codebench-solutions`` takes besides paths (ComputeEval: ``baseline``).
+    solution_keywords: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, context: RunContext) -> None:
         self.context = context

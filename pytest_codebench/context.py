@@ -18,7 +18,7 @@ from typing import Any, TypedDict
 import pytest
 
 from .once import LOCK_DIR, once
-from .options import RUN_DIR, Settings
+from .options import KEEP_LOGS, RUN_DIR, Settings
 from .workspace import cleanup
 
 SETTINGS_KEY = pytest.StashKey[Settings]()
@@ -31,8 +31,9 @@ HOST_FILE = ".host"
 # What a worker with a folder of its own hands back to the controller (xdist's workeroutput),
 # and where the controller keeps them, by host (a HostRun each).
 WORKER_RUN_DIR_KEY = "codebench_host_run"
-# Run folders under the default .codebench/runs beyond the newest few are removed.
-KEEP_RUNS = 10
+# What a run removed of the old run folders under the default .codebench/runs (--codebench-keep-logs),
+# for its header: how many, and from where.
+PRUNED_KEY = pytest.StashKey[tuple[int, Path]]()
 GITIGNORE = "# Made by pytest-codebench: logs and state of its runs.\n*\n"
 
 
@@ -212,7 +213,9 @@ def _runs_folder(config: pytest.Config, settings: Settings) -> Path:
     if not (home / ".gitignore").exists():
         (home / ".gitignore").write_text(GITIGNORE)
     runs = home / "runs"
-    _prune(runs, KEEP_RUNS - 1)
+    removed = prune(runs, settings[KEEP_LOGS] * 86400, time.time())
+    if removed:
+        config.stash[PRUNED_KEY] = (removed, runs)
     return runs
 
 
@@ -221,11 +224,27 @@ def _remove(path: Path) -> None:
     cleanup.remove_tree(path)
 
 
-def _prune(runs: Path, keep: int) -> None:
-    """Remove all but the newest ``keep`` run folders (their names sort by time), but a
-    concurrent run's."""
+def run_started(name: str) -> float | None:
+    """When the run of a folder began, from its name (``20261126-183020-99642a``, or with
+    ``@HOST``); None for a folder not named as a run's."""
+    try:
+        return time.mktime(time.strptime(name[:15], "%Y%m%d-%H%M%S"))
+    except ValueError:
+        return None
+
+
+def prune(runs: Path, keep_seconds: float, now: float) -> int:
+    """Remove the run folders that began more than ``keep_seconds`` before ``now``, but the
+    newest (the last run's logs, which its report points to, stay however old), a concurrent
+    run's and any folder not named as a run's; how many were removed. By age, not by count:
+    a report's log paths must not dangle because ten runs followed it."""
     if not runs.is_dir():
-        return
-    for old in sorted(path for path in runs.iterdir() if path.is_dir())[: -keep or None]:
-        if not cleanup.is_held(old):
+        return 0
+    dated = [(path, run_started(path.name)) for path in sorted(runs.iterdir()) if path.is_dir()]
+    folders = [(path, started) for path, started in dated if started is not None]
+    removed = 0
+    for old, started in folders[:-1]:
+        if now - started > keep_seconds and not cleanup.is_held(old):
             cleanup.remove_tree(old)
+            removed += 1
+    return removed

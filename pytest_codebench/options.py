@@ -62,14 +62,25 @@ def str_list(text: str) -> list[str]:
     return text.replace(",", " ").split()
 
 
-def choice(*choices: str) -> Callable[[str], str]:
-    def parse(text: str) -> str:
+@dataclasses.dataclass(frozen=True)
+class Choice:
+    """Parses one of ``choices``; ``--help`` lists them. ``noun`` names what is chosen where
+    the choices are what is installed (``unknown runner 'dockr'; installed: docker, local``)."""
+
+    choices: tuple[str, ...]
+    noun: str | None = None
+
+    def __call__(self, text: str) -> str:
         value = text.strip().lower()
-        if value not in choices:
-            raise ValueError(f"expected one of {', '.join(choices)}, not {text!r}")
+        if value not in self.choices:
+            if self.noun:
+                raise ValueError(f"unknown {self.noun} {text.strip()!r}; installed: {', '.join(self.choices)}")
+            raise ValueError(f"expected one of {', '.join(self.choices)}, not {text!r}")
         return value
 
-    return parse
+
+def choice(*choices: str) -> Choice:
+    return Choice(choices)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -142,7 +153,8 @@ BENCHMARK = Option(
 )
 DATASET = text_option(
     "dataset",
-    "The benchmark's tasks (a datapack or a file); each benchmark has a bundled default.",
+    "The benchmark's tasks: a datapack or a file, or a release name (ComputeEval: 2026-1, downloaded once); "
+    "each benchmark has a bundled default, its sample.",
     metavar="PATH",
     grading=False,  # the store keys each task by its record, not by the file's path
 )
@@ -235,6 +247,16 @@ RUN_DIR = text_option(
     metavar="DIR",
     grading=False,
 )
+KEEP_LOGS = Option(
+    "keep-logs",
+    "Days each run folder under the default .codebench/runs (its logs, which reports point to) is kept: older "
+    "ones are removed when a run starts, never the newest, and the run says so.",
+    14.0,
+    positive(float),
+    "DAYS",
+    ini_type="float",
+    grading=False,
+)
 OUTPUT_LIMIT = int_option(
     "output-limit",
     "Bytes of output kept per command (half from the head, half from the tail).",
@@ -308,6 +330,7 @@ CORE_OPTIONS: tuple[Option[Any], ...] = (
     REPORT,
     MARKDOWN,
     RUN_DIR,
+    KEEP_LOGS,
     OUTPUT_LIMIT,
     ENV,
     BUILD_JOBS,
@@ -318,20 +341,6 @@ CORE_OPTIONS: tuple[Option[Any], ...] = (
     SHARD,
     STORE,
 )
-
-
-def register(parser: pytest.Parser, options: Iterable[Option[Any]], title: str | None = None) -> None:
-    group = parser.getgroup("codebench", "code-generation benchmarks (pytest-codebench)")
-    for option in options:
-        help = option.help if title is None else f"[{title}] {option.help}"
-        cli_help = help.replace("%", "%%")  # argparse %-formats help ("%Optimized")
-        if option.flag:
-            group.addoption(option.cli, action="store_const", const="1", dest=option.dest, help=cli_help)
-            no = option.cli.replace("--", "--no-", 1)
-            group.addoption(no, action="store_const", const="0", dest=option.dest, help=f"Undo {option.cli}.")
-        else:
-            group.addoption(option.cli, dest=option.dest, metavar=option.metavar, help=cli_help)
-        parser.addini(option.ini, help, type=option.ini_type, default=None)
 
 
 def _sources(config: pytest.Config, option: Option[Any]) -> Iterable[tuple[str, Any]]:

@@ -3,6 +3,7 @@ the xdist glue. Everything that only matters during a run lives in :mod:`.sessio
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -15,23 +16,37 @@ from .context import HOSTS_KEY, SETTINGS_KEY, WORKER_RUN_DIR_KEY, HostRun, RunCo
 from .errors import DatasetError, HarnessError
 from .gate import validate_fail_under
 from .items import dataset_args, dataset_nodeid
-from .options import BENCHMARK, CORE_OPTIONS, FAIL_UNDER, SOLUTIONS, Option, Settings, register
+from .options import BENCHMARK, CORE_OPTIONS, FAIL_UNDER, RUNNER, SOLUTIONS, Choice, Option, Settings
+from .registration import register
 from .rooting import reroot
 from .runners import GpuProbe, runner_classes
 from .session import STATE_KEY, CodebenchSession
 
 
 def _all_options() -> list[tuple[str | None, tuple[Option[Any], ...]]]:
-    """Core options, then each installed benchmark's and runner's own, titled by their name."""
-    benchmarks = [(name, tuple(cls.options)) for name, cls in benchmark_classes().items()]
-    runners = [(name, tuple(cls.options)) for name, cls in runner_classes().items()]
-    # An option several runners share (the workspace quota) is registered once, by the first.
-    seen: set[str] = set()
-    unique = []
-    for title, options in [(None, CORE_OPTIONS), *benchmarks, *runners]:
-        unique.append((title, tuple(option for option in options if option.name not in seen)))
-        seen.update(option.name for option in options)
-    return unique
+    """Core options, then each installed benchmark's and runner's own, titled by their name;
+    an option several of them share (the workspace quota) comes once, titled by all of them.
+    ``--codebench`` and ``--codebench-runner`` take the names of those installed."""
+    benchmark_classes_, runner_classes_ = benchmark_classes(), runner_classes()
+    installed = {
+        BENCHMARK.name: Choice(tuple(benchmark_classes_), "benchmark"),
+        RUNNER.name: Choice(tuple(runner_classes_), "runner"),
+    }
+    core = tuple(
+        dataclasses.replace(option, parse=installed[option.name]) if option.name in installed else option
+        for option in CORE_OPTIONS
+    )
+    owned = [(name, tuple(cls.options)) for name, cls in benchmark_classes_.items()]
+    owned += [(name, tuple(cls.options)) for name, cls in runner_classes_.items()]
+    owners: dict[str, list[str]] = {}
+    for name, options in owned:
+        for option in options:
+            owners.setdefault(option.name, []).append(name)
+    groups: dict[str, dict[str, Option[Any]]] = {}
+    for _, options in owned:
+        for option in options:
+            groups.setdefault(", ".join(owners[option.name]), {}).setdefault(option.name, option)
+    return [(None, core), *((title, tuple(options.values())) for title, options in groups.items())]
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -67,10 +82,7 @@ def pytest_configure(config: pytest.Config) -> None:
     name = settings[BENCHMARK]
     if not name:
         return
-    try:
-        benchmark_class = get_benchmark_class(name)
-    except HarnessError as exc:
-        raise pytest.UsageError(f"--codebench: {exc}") from None
+    benchmark_class = get_benchmark_class(name)  # one of those installed: Settings.read checked it
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(XdistHooks(config), "codebench-xdist")
     context = RunContext.create(config, settings)
@@ -87,6 +99,14 @@ def pytest_configure(config: pytest.Config) -> None:
     validate_fail_under(settings[FAIL_UNDER], models, benchmark.score_names(), settings.where(FAIL_UNDER))
     if not dataset_path.exists():
         raise pytest.UsageError(f"--codebench-dataset: {dataset_path} does not exist")
+    if dataset_path.is_dir():  # pytest would collect nothing from it, silently
+        raise pytest.UsageError(
+            f"--codebench-dataset: {dataset_path} is a directory; give the {name} dataset file in it"
+        )
+    # A missing file of answers is the same mistake as a missing dataset: a usage error.
+    for each in benchmark.solution_sets:
+        if each.path and each.path not in benchmark.solution_keywords and not Path(each.path).exists():
+            raise pytest.UsageError(f"{SOLUTIONS.cli}: {each.path}: no such file")
     # `pytest --codebench=NAME` with no paths grades the dataset rather than the tests of
     # the directory it was started in; explicit paths or node ids are kept as given.
     if config.args_source is not pytest.Config.ArgsSource.ARGS:

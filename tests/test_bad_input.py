@@ -96,7 +96,8 @@ def test_missing_paths_are_usage_errors(pytester, codebench):
     dataset = packs.write_problems(pytester.path / "p.tar.gz", [packs.problem("T/1")])
     run = codebench("--codebench-dataset", str(dataset), "--codebench-solutions", "missing.jsonl")
     assert_no_traceback(run)
-    assert "missing.jsonl: --codebench-solutions: no such file" in run.output
+    assert run.result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "--codebench-solutions: missing.jsonl: no such file" in run.output
 
 
 def test_unknown_benchmark_and_bad_option_values(pytester):

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import inspect
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -20,7 +19,6 @@ import packs
 import pytest
 from filelock import FileLock
 
-from pytest_codebench.context import KEEP_RUNS
 from pytest_codebench.items import dataset_args, dataset_nodeid
 
 ROOT = Path(__file__).parents[1]
@@ -207,22 +205,6 @@ def test_the_codebench_folder_keeps_itself_out_of_git(pytester: pytest.Pytester,
         check=True,
     ).stdout
     assert ".codebench" not in status and (pytester.path / ".codebench" / ".gitignore").is_file()
-
-
-def test_only_the_newest_run_folders_are_kept(pytester: pytest.Pytester, codebench: Codebench) -> None:
-    path = packs.write_problems(pytester.path / "p.tar.gz", [packs.problem("T/1", min_cuda_toolkit=None)])
-    runs = pytester.path / ".codebench" / "runs"
-    # Runs of earlier days (the folder names sort by time), then two runs now: twelve in all.
-    old = [f"200001{day:02d}-000000-abcdef" for day in range(1, KEEP_RUNS + 1)]
-    for name in old:
-        (runs / name / "logs").mkdir(parents=True)
-    for _ in range(2):
-        run = codebench(f"--codebench-dataset={path}", "--codebench-run-without-gpu")
-        run.result.assert_outcomes(passed=1)
-        current = re.search(r"logs: (\S+)/logs", run.output)
-        assert current and Path(current[1]).is_dir()
-    kept = run_folders(pytester)
-    assert len(kept) == KEEP_RUNS and kept[: KEEP_RUNS - 2] == old[2:]
 
 
 def test_collect_only_leaves_no_run_folder(pytester: pytest.Pytester, codebench: Codebench) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import datetime
 import json
 import re
 from pathlib import Path
@@ -49,10 +48,6 @@ class ItemResult(TypedDict):
     #: The id of the item of this run whose identical sample (same task, same answer) was
     #: graded instead of this one; None where this item was graded (or came from the store).
     same_as: str | None
-    #: When the item's setup (its grading) began, ISO 8601 in UTC, and the seconds from then
-    #: until its verdict was reported (:func:`timestamp`); None where its worker crashed.
-    started: str | None
-    wall_seconds: float | None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -80,10 +75,6 @@ class RunInfo(TypedDict):
     environment: dict[str, Any]
     #: What graded (:func:`~pytest_codebench.reports.harness.harness_version`): merge refuses to mix two.
     harness_version: str
-    #: When the run began (ISO 8601, UTC) and its seconds until the report was written; a
-    #: merge gives its parts' earliest start and no wall time (they ran side by side).
-    started: str | None
-    wall_seconds: float | None
 
 
 def item_result(nodeid: str, case: Case, dataset: Dataset | None, verdict: Verdict, excused: bool) -> ItemResult:
@@ -109,14 +100,7 @@ def item_result(nodeid: str, case: Case, dataset: Dataset | None, verdict: Verdi
         "model": case.model,
         "cached": False,
         "same_as": None,
-        "started": None,
-        "wall_seconds": None,
     }
-
-
-def timestamp(seconds: float) -> str:
-    """``time.time()``'s ``seconds`` as the reports give a moment: ISO 8601 in UTC, to the millisecond."""
-    return datetime.datetime.fromtimestamp(seconds, datetime.UTC).isoformat(timespec="milliseconds")
 
 
 def crash_result(nodeid: str) -> ItemResult:
@@ -187,12 +171,31 @@ def examples(names: list[str]) -> str:
 def cause(result: ItemResult) -> str:
     """What a skip or error says, with what differs between items of one cause left out: the
     item's own task id, line numbers, and the details after a ';' or a ' ('."""
-    reason = (result["reason"] or "no reason given").strip().splitlines()[0]
+    reason = cause_text(result)
     for name in sorted({result["id"], result["task_id"]} - {""}, key=len, reverse=True):
         # Whole names only: task "E" must not eat the E of "COMPUTE_EVAL", nor CUDA/3 the start of CUDA/31.
         reason = re.sub(rf"(?<!\w){re.escape(name)}(?!\w)", "<task>", reason)
-    reason = re.sub(r"(\.\w+):\d+\b", r"\1:<line>", reason)
+    reason = FILE_LINE.sub(r"\1:<line>", reason)
     return re.split(r";| \(", reason)[0][:160]
+
+
+# A file's line in a reason (``predictions.jsonl:3``).
+FILE_LINE = re.compile(r"(\.\w+):(\d+)\b")
+
+
+def with_lines(reason: str, results: list[ItemResult]) -> str:
+    """A :func:`cause` with its ``<line>`` put back: the lines of the items it groups
+    (``predictions.jsonl:3,7``), the first few of them, so that the reader can find them."""
+    lines = sorted({int(match[2]) for result in results for match in FILE_LINE.finditer(cause_text(result))})
+    if "<line>" not in reason or not lines:
+        return reason
+    shown = ",".join(map(str, lines[:EXAMPLES])) + (",..." if len(lines) > EXAMPLES else "")
+    return reason.replace("<line>", shown)
+
+
+def cause_text(result: ItemResult) -> str:
+    """The first line of what a skip or error says, as :func:`cause` reads it."""
+    return (result["reason"] or "no reason given").strip().splitlines()[0]
 
 
 def outcome_lines(results: list[ItemResult]) -> list[str]:
@@ -200,13 +203,13 @@ def outcome_lines(results: list[ItemResult]) -> list[str]:
     its count and the first few items it hit."""
     lines = ["outcomes: " + (", ".join(f"{name} {count}" for name, count in counts(results).items()) or "none")]
     for status in (Status.SKIPPED, Status.ERROR):
-        items: dict[str, list[str]] = {}
+        items: dict[str, list[ItemResult]] = {}
         for result in results:
             if result["status"] == status:
-                items.setdefault(cause(result), []).append(result["id"])
-        for reason, ids in sorted(items.items()):
-            ids.sort()  # the same lines whatever order xdist finished the items in
-            lines.append(f"{status.value} ({len(ids)}): {reason} [{examples(ids)}]")
+                items.setdefault(cause(result), []).append(result)
+        for reason, grouped in sorted(items.items()):
+            ids = sorted(result["id"] for result in grouped)  # the same whatever order xdist finished them in
+            lines.append(f"{status.value} ({len(ids)}): {with_lines(reason, grouped)} [{examples(ids)}]")
     return lines
 
 
@@ -246,8 +249,6 @@ def report_json(
         },
         "options": run["options"],
         "run_dir": run["run_dir"],
-        "started": run["started"],
-        "wall_seconds": run["wall_seconds"],
         "environment": run["environment"],
         "counts": counts(results),
         "reused": reused(results),

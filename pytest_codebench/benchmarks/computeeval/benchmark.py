@@ -93,6 +93,7 @@ GRADED_SOLUTIONS = text_option(
 
 class ComputeEval(Benchmark):
     name = "computeeval"
+    solution_keywords = ("baseline",)
     default_dataset = "computeeval/sample-problems.tar.gz"
     options = (RUN_WITHOUT_GPU, GPU_SHARE, GPU_SLOTS, GRADED_SOLUTIONS, *PERF_OPTIONS)
 
@@ -118,9 +119,11 @@ class ComputeEval(Benchmark):
     def _case(self, problems: dict[str, Problem], sample: Sample, number: int) -> Case:
         problem = problems.get(sample.task_id)
         record = problem.record if problem else {}
+        # A broken task breaks its samples.
+        error = (problem.error if problem else None) or sample.error
         # Build and test get one timeout each, for the solution and, after a failure, for the
         # problem's reference (checked once per machine); then each timed run, where perf is on.
-        budget = 4 * timeout_of(record) + perf.budget(self.settings, record)
+        budget = 0.0 if error else 4 * timeout_of(record) + perf.budget(self.settings, record)
         # Under xdist an item may queue for a build slot or the GPU behind every other worker.
         waits = (self.context.workers - 1) * budget
         return Case(
@@ -131,8 +134,7 @@ class ComputeEval(Benchmark):
             solution=sample.solution,
             group=record.get("group"),
             timeout=budget + waits + BACKSTOP_SLACK,
-            # A broken task breaks its samples.
-            error=(problem.error if problem else None) or sample.error,
+            error=error,
             line=sample.line - 1,
         )
 
@@ -169,10 +171,7 @@ class ComputeEval(Benchmark):
     def grade(self, grading: Grading) -> Verdict:
         case, runner = grading.case, grading.runner
         perf.mark(grading)
-        try:
-            missing = missing_references(solution_files(case.solution), case.record.get("source_references"))
-        except ValueError as exc:
-            raise DatasetError(f"task {case.task_id}", str(exc), field="source_references") from None
+        missing = missing_references(solution_files(case.solution), case.record.get("source_references"))
         if missing:
             return grading.verdict(Outcome.MISSING_API, "; ".join(missing))
         shadow = self._shadowing(grading)

@@ -69,6 +69,13 @@ def missing_references(
 # --- references -----------------------------------------------------------------------------
 
 
+def check_references(references: object) -> None:
+    """Raise ValueError, naming what is wrong, unless ``references`` has a shape
+    :func:`missing_references` accepts: checked when the problems are read, so that a bad
+    field is reported with its file and line."""
+    _requirements(references)
+
+
 def _requirements(references: object) -> tuple[list[str], list[str]]:
     """(every one required, at least one required) from any accepted shape of the field."""
     if references is None:

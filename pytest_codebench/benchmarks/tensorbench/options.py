@@ -3,6 +3,8 @@ checked when pytest starts: a bad value stops the run before anything is graded.
 
 from __future__ import annotations
 
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
 from pytest_codebench.options import Option, bool_option, choice, text_option
 
 from .cache import CHOICES
@@ -19,7 +21,12 @@ def _version(text: str) -> str:
     text = text.strip()
     if text.lower() in ("any", "none"):
         return ""
-    return text if text[:1] in "=<>!~" else f"=={text}"
+    constraint = text if text[:1] in "=<>!~" else f"=={text}"
+    try:  # checked as pip reads it, so that a typo stops the run before any environment is built
+        SpecifierSet(constraint)
+    except InvalidSpecifier:
+        raise ValueError(f"not a version or pip constraint (2.13.0, >=2.12,<3, or any): {text!r}") from None
+    return constraint
 
 
 RERUNS = Option(

@@ -15,6 +15,7 @@ from pytest_codebench.benchmarks.records import Line, file_list, optional, requi
 from pytest_codebench.errors import DatasetError
 
 from ..perf.timing import TimingMode
+from ..sourcecode import check_references
 
 DEFAULT_TIMEOUT = 60.0
 
@@ -46,6 +47,10 @@ def check_problem(line: Line, label: str) -> None:
     file_list(record, "test_files", label, number)
     if record.get("context_files") is not None:
         file_list(record, "context_files", label, number)
+    try:
+        check_references(record.get("source_references"))
+    except ValueError as exc:
+        raise DatasetError(label, str(exc), line=number, field="source_references") from None
 
 
 def timeout_of(record: dict[str, Any]) -> float:
