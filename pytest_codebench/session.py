@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import time
 from collections.abc import Generator
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,7 @@ from .reports.reporting import (
     junit_properties,
     outcome_lines,
     outcome_of,
+    timestamp,
     write_report,
 )
 from .runners import Runner, get_runner_class
@@ -35,6 +37,8 @@ from .sweeps.reuse import ORIGIN_KEY, Reuse, reuse_lines, run_identity
 from .verdict import Outcome, Verdict
 
 STATE_KEY = pytest.StashKey["CodebenchSession"]()
+#: When an item's setup began (``time.time()``), for its ``started`` and ``wall_seconds``.
+STARTED_KEY = pytest.StashKey[float]()
 
 
 class CodebenchSession:
@@ -47,6 +51,7 @@ class CodebenchSession:
         self.settings: Settings = benchmark.settings
         self.dataset_path = dataset_path
         self.results: list[ItemResult] = []
+        self.started = time.time()  # the run's start, set again when the session starts
         self.summary: Summary | None = None
         #: Each model's summary, by name (none where the run grades one unnamed set).
         self.models: dict[str, ModelSummary] = {}
@@ -68,6 +73,7 @@ class CodebenchSession:
     def pytest_sessionstart(self) -> None:
         """A store that cannot serve is a usage error before anything is graded (once, on the
         controller; xdist's workers start after it)."""
+        self.started = time.time()
         if self.is_worker or self.config.option.collectonly:
             return
         why = self.reuse.usage_error()
@@ -116,6 +122,8 @@ class CodebenchSession:
         self, item: pytest.Item, call: pytest.CallInfo[None]
     ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
         report: pytest.TestReport = yield
+        if isinstance(item, CodebenchItem) and call.when == "setup":
+            item.stash[STARTED_KEY] = call.start  # grading happens in setup: the item's start
         if isinstance(item, CodebenchItem) and call.when == "call":
             place_skip(item, report)
         concluded = call.when == "call" or (call.when == "setup" and not report.passed)
@@ -129,10 +137,24 @@ class CodebenchSession:
             origin = item.stash.get(ORIGIN_KEY, None)
             if origin is not None:
                 result["cached"], result["same_as"] = origin.cached, origin.same_as
+            started = item.stash.get(STARTED_KEY, call.start)
+            result["started"], result["wall_seconds"] = timestamp(started), round(call.stop - started, 3)
             # Travels to the xdist controller with the report (builtins only).
             report.codebench = result  # type: ignore[attr-defined]
             item.user_properties.extend(junit_properties(self.benchmark.name, result))
         return report
+
+    def pytest_report_teststatus(self, report: pytest.TestReport) -> tuple[str, str, str] | None:
+        """The word ``-v`` (and ``-rf``) shows for a graded item: a failure names its category
+        (``FAILED build_error``), and a verdict the store served says so (``PASSED (stored)``).
+        Skips keep pytest's word: ``-rs`` shows the first skip's word for every line."""
+        result: ItemResult | None = getattr(report, "codebench", None)
+        if result is None or report.when != "call" or report.skipped:
+            return None
+        stored = " (stored)" if result["cached"] else ""
+        if report.failed:
+            return "failed", "F", f"FAILED {result['outcome']}{stored}"
+        return ("passed", ".", f"PASSED{stored}") if stored else None
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         result = getattr(report, "codebench", None)
@@ -153,18 +175,6 @@ class CodebenchSession:
         report_path = self.settings[REPORT]
         if report_path:
             models = {name: model.to_json() for name, model in self.models.items()}
-    def pytest_report_teststatus(self, report: pytest.TestReport) -> tuple[str, str, str] | None:
-        """The word ``-v`` (and ``-rf``) shows for a graded item: a failure names its category
-        (``FAILED build_error``), and a verdict the store served says so (``PASSED (stored)``).
-        Skips keep pytest's word: ``-rs`` shows the first skip's word for every line."""
-        result: ItemResult | None = getattr(report, "codebench", None)
-        if result is None or report.when != "call" or report.skipped:
-            return None
-        stored = " (stored)" if result["cached"] else ""
-        if report.failed:
-            return "failed", "F", f"FAILED {result['outcome']}{stored}"
-        return ("passed", ".", f"PASSED{stored}") if stored else None
-
             write_report(Path(report_path), self.run_info(), self.results, self.summary, models)
         markdown_path = self.settings[MARKDOWN]
         if markdown_path and self.results:
@@ -188,6 +198,8 @@ class CodebenchSession:
             "run_dir": str(self.context.run_dir),
             "environment": {**self.benchmark.report_info(), **runner, **hosts},
             "harness_version": harness_version(),
+            "started": timestamp(self.started),
+            "wall_seconds": round(time.time() - self.started, 3),
         }
 
     @property

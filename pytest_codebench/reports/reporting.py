@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import json
 import re
 from pathlib import Path
@@ -48,6 +49,10 @@ class ItemResult(TypedDict):
     #: The id of the item of this run whose identical sample (same task, same answer) was
     #: graded instead of this one; None where this item was graded (or came from the store).
     same_as: str | None
+    #: When the item's setup (its grading) began, ISO 8601 in UTC, and the seconds from then
+    #: until its verdict was reported (:func:`timestamp`); None where its worker crashed.
+    started: str | None
+    wall_seconds: float | None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,6 +80,10 @@ class RunInfo(TypedDict):
     environment: dict[str, Any]
     #: What graded (:func:`~pytest_codebench.reports.harness.harness_version`): merge refuses to mix two.
     harness_version: str
+    #: When the run began (ISO 8601, UTC) and its seconds until the report was written; a
+    #: merge gives its parts' earliest start and no wall time (they ran side by side).
+    started: str | None
+    wall_seconds: float | None
 
 
 def item_result(nodeid: str, case: Case, dataset: Dataset | None, verdict: Verdict, excused: bool) -> ItemResult:
@@ -100,7 +109,14 @@ def item_result(nodeid: str, case: Case, dataset: Dataset | None, verdict: Verdi
         "model": case.model,
         "cached": False,
         "same_as": None,
+        "started": None,
+        "wall_seconds": None,
     }
+
+
+def timestamp(seconds: float) -> str:
+    """``time.time()``'s ``seconds`` as the reports give a moment: ISO 8601 in UTC, to the millisecond."""
+    return datetime.datetime.fromtimestamp(seconds, datetime.UTC).isoformat(timespec="milliseconds")
 
 
 def crash_result(nodeid: str) -> ItemResult:
@@ -249,6 +265,8 @@ def report_json(
         },
         "options": run["options"],
         "run_dir": run["run_dir"],
+        "started": run["started"],
+        "wall_seconds": run["wall_seconds"],
         "environment": run["environment"],
         "counts": counts(results),
         "reused": reused(results),
