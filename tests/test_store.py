@@ -22,7 +22,15 @@ from pytest_codebench.benchmarks.computeeval.perf.phase import PERF
 from pytest_codebench.options import CORE_OPTIONS, ENV, OUTPUT_LIMIT, REPORT, STORE, Settings
 from pytest_codebench.runners.local import sandbox_state
 from pytest_codebench.sweeps.store import TABLE, Stored, VerdictStore
-from pytest_codebench.sweeps.verdict_keys import RunIdentity, content_key, digest, grading_settings, shareable, storable
+from pytest_codebench.sweeps.verdict_keys import (
+    RunIdentity,
+    content_key,
+    digest,
+    grading_settings,
+    machine_key,
+    shareable,
+    storable,
+)
 from pytest_codebench.verdict import Outcome, Verdict
 
 FORCE = "--codebench-run-without-gpu"
@@ -64,10 +72,14 @@ def test_only_settings_that_can_change_a_verdict_are_in_the_key():
         assert name not in key, name
 
 
-def test_only_the_models_verdicts_are_stored_and_excused_ones_shared_within_a_run():
+def test_the_models_verdicts_and_the_machines_skips_are_stored_and_excused_ones_shared_within_a_run():
     assert storable(Verdict(Outcome.PASSED)) and storable(Verdict(Outcome.BUILD_ERROR, "cc failed"))
     assert not storable(Verdict(Outcome.ERROR, "docker died"))
-    assert not storable(Verdict(Outcome.SKIPPED, "no GPU", excused=True))
+    assert not storable(Verdict(Outcome.ERROR, "no GPU", excused=True))
+    # The machine's skip is kept, keyed by the machine too (the model's skip is graded again).
+    assert storable(Verdict(Outcome.SKIPPED, "no GPU", excused=True))
+    assert not storable(Verdict(Outcome.SKIPPED, "the test said SKIP"))
+    assert machine_key("k", "host-a") not in {"k", machine_key("k", "host-b")}
     assert shareable(Verdict(Outcome.SKIPPED, "no GPU", excused=True))
     assert shareable(Verdict(Outcome.TEST_FAILED))
     # A skip that counts as failed only because the model's code ran is graded again.
@@ -247,14 +259,32 @@ def test_store_modes(pytester, codebench):
         assert rows[0] == kept, mode
 
 
-def test_skips_and_harness_errors_are_never_stored(pytester, codebench):
+FAKE_GPU = """
+def pytest_codebench_probe_gpus(config):
+    return {"gpus": [{"index": 0, "name": "NVIDIA GeForce RTX 3060", "compute_capability": "8.6"}]}
+"""
+
+
+def test_a_skip_the_machine_decided_is_remembered_until_the_machine_changes(pytester, codebench):
     problems = [packs.problem(task, min_cuda_toolkit=None) for task in TASKS]
     args = [*packs.pack_args(pytester.path, problems, [packs.solution(t) for t in TASKS])]
     args += ["--codebench-cache-dir", str(pytester.path / "cache")]
-    for name in ("a.json", "b.json"):  # no GPU here, and no --codebench-run-without-gpu: every item skips
-        run = codebench(*args, "--codebench-report", name)
-        run.result.assert_outcomes(skipped=4)
-    assert _report(pytester, "b.json")["reused"]["cached"] == 0  # graded again: another machine may grade them
+    # No GPU here, and no --codebench-run-without-gpu: every item builds, then skips.
+    first = codebench(*args, "--codebench-report", "a.json")
+    first.result.assert_outcomes(skipped=4)
+    assert len(_graded_here(pytester, _report(pytester, "a.json"))) == 4
+    second = codebench(*args, "--codebench-report", "b.json")
+    second.result.assert_outcomes(skipped=4)
+    report = _report(pytester, "b.json")
+    assert report["reused"]["cached"] == 4 and _graded_here(pytester, report) == set()  # nothing built again
+    assert {item["reason"] for item in report["items"]} == {
+        item["reason"] for item in _report(pytester, "a.json")["items"]
+    }
+    # The same machine given a GPU (its probe says so): graded again, and the host-only tests pass.
+    pytester.makeconftest(FAKE_GPU)
+    third = codebench(*args, "--codebench-report", "c.json")
+    third.result.assert_outcomes(passed=4)
+    assert _report(pytester, "c.json")["reused"]["cached"] == 0
 
 
 def test_a_corrupt_store_is_one_usage_error_naming_it_and_off_still_works(pytester):

@@ -31,7 +31,17 @@ from ..reports.reporting import ItemResult, reused
 from ..runners import Runner
 from ..verdict import Verdict
 from .store import FILE_NAME, Stored, StoreError, VerdictStore, decode, encode
-from .verdict_keys import RunIdentity, content_key, digest, grading_settings, item_key, shareable, storable
+from .verdict_keys import (
+    RunIdentity,
+    content_key,
+    digest,
+    grading_settings,
+    item_key,
+    machine_decided,
+    machine_key,
+    shareable,
+    storable,
+)
 
 # Where a machine says who it is (systemd, then D-Bus): the same across reboots and renames.
 MACHINE_ID_FILES = (Path("/etc/machine-id"), Path("/var/lib/dbus/machine-id"))
@@ -169,7 +179,8 @@ class Reuse:
         content = shared or self.content_key(case)
         key = item_key(self.run_digest, content) if store is not None else content
         if store is not None and store.readable:
-            hit = self._lookup(store, key)
+            # The model's verdict, else a skip this machine decided (kept under its own key).
+            hit = self._lookup(store, key) or self._lookup(store, machine_key(key, self.machine))
             if hit is not None and (hit.run != self.run or hit.item != case.id):
                 if hit.run != self.run:
                     return hit.verdict, Origin(cached=True, run=hit.run)
@@ -212,9 +223,15 @@ class Reuse:
             self._warn(f"could not read the verdict store {self.path} ({exc}); grading instead")
             return None
 
+    @functools.cached_property
+    def machine(self) -> str:
+        return machine_identity()
+
     def _keep(self, store: VerdictStore | None, key: str, stored: Stored) -> None:
         if store is None or not storable(stored.verdict):
             return
+        if machine_decided(stored.verdict):
+            key = machine_key(key, self.machine)
         try:
             store.put(key, stored, self.benchmark.name)
         except Exception as exc:  # noqa: BLE001 - the verdict stands; only its reuse is lost

@@ -5,7 +5,7 @@ normalised answer, the harness that graded (its version and a digest of its own 
 a code change never reuses an old verdict), the runner's fingerprint (host, image), the machine
 facts the benchmark says matter (toolkit, GPUs, compiler) and every setting that can change a
 verdict. A timing verdict (a speedup) also carries the machine's own identity: it is reused only
-on the machine that measured it.
+on the machine that measured it; so does a skip the machine decided (no GPU).
 """
 
 from __future__ import annotations
@@ -73,10 +73,25 @@ def grading_settings(settings: Settings, options: Iterable[Option[Any]]) -> dict
 
 
 def storable(verdict: Verdict) -> bool:
-    """Whether the store keeps ``verdict`` for later runs: only the model's own verdicts
-    (passed or failed). A harness error or a skip may not happen again (another machine,
-    another moment): a later run grades the item again."""
-    return verdict.outcome.status in (Status.PASSED, Status.FAILED)
+    """Whether the store keeps ``verdict`` for later runs: the model's own verdicts (passed or
+    failed), and the skips this machine decided (:func:`machine_decided`), under a key of their
+    own. A harness error or any other skip may not happen again (another moment): a later run
+    grades the item again."""
+    return verdict.outcome.status in (Status.PASSED, Status.FAILED) or machine_decided(verdict)
+
+
+def machine_decided(verdict: Verdict) -> bool:
+    """A skip the benchmark excused as this machine's doing (no GPU, a toolkit too old, the
+    problem's reference failing here too): it holds on this machine as long as what the run
+    probed of it (the toolkit, the GPUs: the run's ``facts``) holds, and on no other."""
+    return verdict.outcome.status is Status.SKIPPED and verdict.excused
+
+
+def machine_key(key: str, machine: str) -> str:
+    """The store's key of a :func:`machine_decided` skip: the sample's ``key`` and the
+    machine's own identity, so that another machine (or this one given a GPU, which changes
+    the run's facts and so ``key``) grades the sample again."""
+    return hashlib.sha256(f"{key}\0machine\0{machine}".encode()).hexdigest()
 
 
 def shareable(verdict: Verdict) -> bool:
