@@ -18,6 +18,7 @@ undone.
 
 from __future__ import annotations
 
+import inspect
 import sys
 from typing import Any
 
@@ -30,13 +31,15 @@ def reroot(config: pytest.Config, args: list[str]) -> None:
     differ from pytest's first guess, swap them, and the wrong ini file's addopts in ``args``
     (pytest's final parse reads them) for the right one's."""
     namespace: Any = config.known_args_namespace
-    rootpath, inipath, inicfg, ignored = determine_setup(
-        inifile=namespace.inifilename,
-        override_ini=namespace.override_ini,
-        args=namespace.file_or_dir,
-        rootdir_cmd_arg=namespace.rootdir or None,
-        invocation_dir=config.invocation_params.dir,
-    )
+    given = {
+        "inifile": namespace.inifilename,
+        "override_ini": namespace.override_ini,  # pytest 9 reads -o here; 8.4 in getini
+        "args": namespace.file_or_dir,
+        "rootdir_cmd_arg": namespace.rootdir or None,
+        "invocation_dir": config.invocation_params.dir,
+    }
+    accepted = inspect.signature(determine_setup).parameters
+    rootpath, inipath, inicfg, *ignored = determine_setup(**{k: v for k, v in given.items() if k in accepted})
     if (rootpath, inipath) == (config.rootpath, config.inipath):
         return
     wrong_addopts: list[str] = list(config.getini("addopts"))
@@ -45,7 +48,8 @@ def reroot(config: pytest.Config, args: list[str]) -> None:
     config._rootpath = rootpath
     config._inipath = inipath
     config._inicfg = inicfg
-    config._ignored_config_files = ignored
+    if ignored:
+        config._ignored_config_files = ignored[0]
     config._inicache.clear()
     config._parser.extra_info["rootdir"] = str(rootpath)
     config._parser.extra_info["inifile"] = str(inipath)
