@@ -15,9 +15,10 @@ from collections.abc import Mapping, Sequence
 
 import pytest
 
-from .options import ALLOW_ERRORS, Threshold
+from .options import ALLOW_ERRORS
 from .reports.comparison import ModelSummary
 from .reports.reporting import Summary, examples
+from .thresholds import Threshold
 
 
 @dataclasses.dataclass(frozen=True)

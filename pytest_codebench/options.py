@@ -11,15 +11,14 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Generic, Literal, TypeVar
 
 import pytest
 
 from .sweeps.shards import parse_shard
-from .sweeps.solution_sets import NAME as SET_NAME
 from .sweeps.solution_sets import SolutionSpec, parse_solutions
+from .thresholds import Threshold, thresholds
 
 T = TypeVar("T")
 N = TypeVar("N", int, float)
@@ -171,51 +170,6 @@ RUNNER = Option("runner", "Where commands run.", "local", str, "NAME")
 K: Option[list[int]] = Option(
     "k", "The k values of pass@k to report, comma separated.", [1], int_list, "K[,K...]", ini_type="args", grading=False
 )
-
-
-def percent(text: str) -> float:
-    """A score in percent, 0 to 100: NaN would never be met and 1e9 never reached, silently."""
-    value = float(text)
-    if not 0 <= value <= 100:
-        raise ValueError("expected a percentage from 0 to 100")
-    return value
-
-
-@dataclasses.dataclass(frozen=True)
-class Threshold:
-    """One of ``--codebench-fail-under``'s bars, in percent: the benchmark's score (``name``
-    None), a model's (``gpt-5=40``, in a sweep) or a named score it reports (``fast_1.0=40``);
-    which of the two a name is, :mod:`.gate` decides at configure."""
-
-    name: str | None
-    value: float
-
-    def __str__(self) -> str:  # as given, for the terminal and the JSON report's options
-        return f"{self.name}={self.value:g}" if self.name else f"{self.value:g}"
-
-
-def threshold(text: str) -> Threshold:
-    """``40`` (the benchmark's score) or ``NAME=40`` (a model's, or a named score), in percent.
-    A NAME is spelt as a solution set's (a named score's spelling is a part of it)."""
-    name, equals, value = text.strip().rpartition("=")
-    if equals and not SET_NAME.fullmatch(name.strip()):
-        raise ValueError(
-            f"not a model or score name: {name.strip()!r} (expected NAME=PERCENT, e.g. gpt-5=40 or fast_1.0=40)"
-        )
-    return Threshold(name.strip() or None, percent(value.strip()))
-
-
-def thresholds(text: str) -> list[Threshold]:
-    """One bar or several, separated by commas or spaces (``40,gpt-5=50``; the JSON report's
-    list reads back joined by spaces), each named once."""
-    bars = [threshold(part) for part in re.sub(r"\s*=\s*", "=", text).replace(",", " ").split()]
-    if not bars:
-        raise ValueError("expected PERCENT or NAME=PERCENT")
-    names = [bar.name for bar in bars]
-    twice = next((name for name in names if names.count(name) > 1), "")
-    if twice != "":
-        raise ValueError(f"{twice or 'the score'} has two bars")
-    return bars
 
 
 FAIL_UNDER: Option[list[Threshold]] = Option(
