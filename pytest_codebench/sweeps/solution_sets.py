@@ -44,10 +44,12 @@ class SolutionSpec:
 @dataclasses.dataclass(frozen=True)
 class SolutionSet:
     """One set of the model's answers: its name (None: the run's only set, not named by hand)
-    and its path (None: the benchmark's default answers)."""
+    and its path (None: the benchmark's default answers). ``model``: where one file holds the
+    answers of several models (SWE-bench's ``model_name_or_path``), the one this set keeps."""
 
     name: str | None
     path: str | None
+    model: str | None = None
 
 
 def parse_solutions(text: str) -> list[SolutionSpec]:
@@ -100,6 +102,14 @@ def find_sets(specs: list[SolutionSpec], suffixes: Sequence[str]) -> list[Soluti
             raise ValueError(f"two solution sets are named {name}: {paths[name]} and {where} (name one NAME=PATH)")
         paths[name] = where
     return [SolutionSet(name, where) for name, where in found]
+
+
+def set_name(model: str) -> str:
+    """A model's own name (``openai/gpt-4o``) as a set's name: ``/`` becomes ``__`` (as
+    SWE-bench names its files), anything else that would break an item's id (``:``,
+    brackets, spaces) ``_``."""
+    name = re.sub(r"[^\w.+@-]", "_", model.strip().replace("/", "__")).lstrip("_.+@-")
+    return name or "unnamed"
 
 
 def _suffix(file_name: str, suffixes: Sequence[str]) -> str | None:

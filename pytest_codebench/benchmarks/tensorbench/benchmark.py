@@ -16,6 +16,7 @@ the extension's objects and the kernels the suite compiles at run time.
 
 from __future__ import annotations
 
+import functools
 from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
@@ -25,9 +26,10 @@ import pytest
 from pytest_codebench.benchmark import Benchmark
 from pytest_codebench.cases import Case, Dataset
 from pytest_codebench.grading import Grading
-from pytest_codebench.options import K
+from pytest_codebench.options import SOLUTIONS, K
 from pytest_codebench.reports.metrics import describe_excluded, describe_pass_at_k, pass_at_ks
 from pytest_codebench.reports.reporting import ItemResult, Summary
+from pytest_codebench.sweeps.solution_sets import SolutionSet, find_sets
 from pytest_codebench.verdict import Outcome, Verdict
 from pytest_codebench.workspace.files import UnsafePath
 from pytest_codebench.workspace.patches import apply, confined, parse
@@ -36,6 +38,7 @@ from .cache import CACHE_HINT
 from .edits import hook_edits, merged, static_edits
 from .environment import Provisioner, check_environment, mirror
 from .load import load as read_dataset
+from .load import split_by_model
 from .options import ALLOW_HARNESS_EDITS, COMPILER_CACHE, FAIL_VACUOUS, OPTIONS, RERUNS, RUN_TESTS
 from .rules import known_failures, missing_tests, with_harness_edits, with_vacuous
 from .suite import TESTBED, TreeRun
@@ -51,6 +54,12 @@ class TensorBench(Benchmark):
     solution_suffixes = (".jsonl", ".json")
     # Each task's reference patch (its ``patch`` field), as SWE-bench's ``gold`` predictions.
     solution_keywords = ("gold",)
+
+    @functools.cached_property
+    def solution_sets(self) -> list[SolutionSet]:
+        """As every benchmark's, with a predictions file of several ``model_name_or_path``
+        values one set per model (SWE-bench's convention)."""
+        return split_by_model(find_sets(self.settings[SOLUTIONS], self.solution_suffixes), self.dataset_path())
 
     def load(self) -> Dataset:
         return read_dataset(self.dataset_path(), self.solution_sets)

@@ -16,7 +16,7 @@ from typing import Any
 from pytest_codebench.benchmark import Sample, join_samples
 from pytest_codebench.cases import Case, Dataset
 from pytest_codebench.errors import DatasetError
-from pytest_codebench.sweeps.solution_sets import SolutionSet, sweep
+from pytest_codebench.sweeps.solution_sets import SolutionSet, set_name, sweep
 
 from ..records import Line, read_records, require, seconds, sha256_file
 
@@ -46,9 +46,52 @@ def load(path: Path, sets: Sequence[SolutionSet]) -> Dataset:
             return join_samples(answered, gold, lambda sample, number: _case(tasks, sample, number))
         predictions = Path(solutions.path or path.with_name("predictions.jsonl"))
         samples = read_predictions(predictions, path.name, tasks)
+        if solutions.model is not None:  # one model's predictions of a file that holds several
+            first = model_names(predictions)[0]
+            samples = (sample for sample in samples if model_of(sample.solution, first) == solutions.model)
         return join_samples(list(tasks), samples, lambda sample, number: _case(tasks, sample, number), str(predictions))
 
     return Dataset(str(path), sha256_file(path), None, sweep(sets, cases_of))
+
+
+def split_by_model(sets: Sequence[SolutionSet], dataset: Path) -> list[SolutionSet]:
+    """``sets`` with each predictions file that holds several ``model_name_or_path`` values
+    made one set per model, named by it (as SWE-bench names a run): two models' predictions
+    are never two samples of one model. A file of one model stays as it is. Raises ValueError
+    for two sets of one name."""
+    found: list[SolutionSet] = []
+    for each in sets:
+        predictions = Path(each.path or dataset.with_name("predictions.jsonl"))
+        names = model_names(predictions) if each.path != GOLD else []
+        if len(names) < 2:
+            found.append(each)
+            continue
+        found += [SolutionSet(set_name(model), each.path, model) for model in names]
+    paths: dict[str | None, str | None] = {}
+    for each in found:
+        if each.name in paths:
+            where = " and ".join(sorted({str(paths[each.name]), str(each.path)}))
+            raise ValueError(f"two solution sets are named {each.name}: {where} (model_name_or_path or file name)")
+        paths[each.name] = each.path
+    return found
+
+
+def model_names(predictions: Path) -> list[str]:
+    """The ``model_name_or_path`` values of a predictions file, in order of first use; none
+    where it cannot be read (loading it says why)."""
+    try:
+        lines = list(read_records(str(predictions), predictions.read_bytes()))
+    except (OSError, DatasetError):
+        return []
+    names = [line.value.get("model_name_or_path") for line in lines if isinstance(line.value, dict)]
+    return list(dict.fromkeys(name for name in names if isinstance(name, str) and name.strip()))
+
+
+def model_of(record: dict[str, Any] | None, first: str) -> str:
+    """The model a prediction belongs to; one that names none (or cannot be read) is the
+    file's first model's, so that its error is reported once, under one model."""
+    name = (record or {}).get("model_name_or_path")
+    return name if isinstance(name, str) and name.strip() else first
 
 
 def read_tasks(path: Path) -> dict[str, Task]:
