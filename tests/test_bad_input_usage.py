@@ -66,15 +66,18 @@ def test_a_directory_as_the_dataset_is_a_usage_error(pytester, codebench):
 
 
 def errored(task: str, reason: str) -> ItemResult:
-    case = Case(id=task, task_id="", sample=0)
+    case = Case(id=f"{task}[0]", task_id=task, sample=0)
     made = item_result(f"d::{case.id}", case, None, Verdict(Outcome.ERROR), False)
     made["reason"] = reason
     return made
 
 
 def test_the_error_summary_names_the_lines_it_groups():
+    # TensorBench names a prediction that names no task by its line: predictions.jsonl:7.
     results = [
-        errored(f"predictions.jsonl:{line}[0]", f"/d/predictions.jsonl:{line}: field 'model_patch': missing")
-        for line in (7, 3)
+        *(errored(f"predictions.jsonl:{n}", f"/d/predictions.jsonl:{n}: field 'instance_id': missing") for n in (7, 3)),
+        *(errored(f"T/{n}", f"/d/predictions.jsonl:{n}: field 'model_patch': expected str") for n in (9, 8, 5, 4)),
     ]
-    assert "error (2): /d/predictions.jsonl:3,7: field 'model_patch': missing [" in "\n".join(outcome_lines(results))
+    lines = outcome_lines(results)
+    assert "error (2): /d/predictions.jsonl:3,7: field 'instance_id': missing [" in "\n".join(lines)
+    assert "error (4): /d/predictions.jsonl:4,5,8,...: field 'model_patch': expected str [" in "\n".join(lines)

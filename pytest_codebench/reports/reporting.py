@@ -187,11 +187,12 @@ def examples(names: list[str]) -> str:
 def cause(result: ItemResult) -> str:
     """What a skip or error says, with what differs between items of one cause left out: the
     item's own task id, line numbers, and the details after a ';' or a ' ('."""
-    reason = cause_text(result)
+    # Lines first: a record of no task is named by its line (predictions.jsonl:3), which is
+    # then no longer taken for a task's name in its own path.
+    reason = FILE_LINE.sub(r"\1:<line>", cause_text(result))
     for name in sorted({result["id"], result["task_id"]} - {""}, key=len, reverse=True):
         # Whole names only: task "E" must not eat the E of "COMPUTE_EVAL", nor CUDA/3 the start of CUDA/31.
         reason = re.sub(rf"(?<!\w){re.escape(name)}(?!\w)", "<task>", reason)
-    reason = FILE_LINE.sub(r"\1:<line>", reason)
     return re.split(r";| \(", reason)[0][:160]
 
 
