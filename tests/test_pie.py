@@ -516,6 +516,7 @@ else:
 """
 
 
+@pytest.mark.slow  # the slowest of this file after the sample: 2 to 4 minutes a runner on a busy machine
 @pytest.mark.parametrize("runner", ["local", "docker"])
 def test_a_candidate_cannot_read_the_answers_nor_keep_them(
     pytester: pytest.Pytester, pie: PieRun, request: pytest.FixtureRequest, runner: str
