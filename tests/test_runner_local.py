@@ -28,10 +28,11 @@ def runner(request: pytest.FixtureRequest, run_context) -> Iterator[LocalRunner]
 
 
 def alive(marker: str) -> bool:
-    """Whether a process matching ``marker`` still lives 5 s on: SIGKILL reaches a sandbox's
+    """Whether a process matching ``marker`` still lives 60 s on: SIGKILL reaches a sandbox's
     processes as its namespace goes, which on a busy machine takes a moment after bwrap is
-    reaped; a leftover the runner missed would sleep for 300 s."""
-    deadline = time.monotonic() + 5
+    reaped; a leftover the runner missed would sleep for 300 s. The wait ends as soon as none
+    is left, so the room costs a passing test nothing (issue 22)."""
+    deadline = time.monotonic() + 60
     while subprocess.run(["pgrep", "-f", marker], capture_output=True).returncode == 0:
         if time.monotonic() > deadline:
             return True
@@ -40,9 +41,10 @@ def alive(marker: str) -> bool:
 
 
 def test_exit_codes_and_signals(runner, tmp_path):
-    assert runner.run("exit 3", cwd=tmp_path, timeout=5).exit_code == 3
-    assert runner.run("kill -SEGV $$", cwd=tmp_path, timeout=5).exit_code == -11
-    ok = runner.run("echo hello; echo oops >&2", cwd=tmp_path, timeout=5)
+    # Limits with room: a sandbox's start on a busy machine is no part of what is tested.
+    assert runner.run("exit 3", cwd=tmp_path, timeout=60).exit_code == 3
+    assert runner.run("kill -SEGV $$", cwd=tmp_path, timeout=60).exit_code == -11
+    ok = runner.run("echo hello; echo oops >&2", cwd=tmp_path, timeout=60)
     assert ok.ok and ok.output == "hello\noops\n"
 
 
@@ -69,10 +71,10 @@ def test_a_timeout_kills_the_whole_tree(runner, tmp_path, command, marker):
     ],
 )
 def test_background_children_die_with_a_command_that_finished(runner, tmp_path, command, marker):
-    started = time.monotonic()
+    # Had the runner waited for the child (300 s), the 60 s limit would have cut the command
+    # off: ok says it did not, however slow a busy machine makes the command itself.
     result = runner.run(command, cwd=tmp_path, timeout=60)
-    assert result.ok and result.output == "done\n"
-    assert time.monotonic() - started < 10  # did not wait for the child
+    assert result.ok and not result.timed_out and result.output == "done\n"
     assert not alive(marker)
 
 
