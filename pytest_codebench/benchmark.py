@@ -97,6 +97,8 @@ class Benchmark(abc.ABC):
     def __init__(self, context: RunContext) -> None:
         self.context = context
         self.settings = context.settings
+        #: What ``finish`` wrote, one line each (``graded solutions: PATH``), for the terminal summary.
+        self.outputs: list[str] = []
 
     def dataset_path(self) -> Path:
         """The dataset file this run grades: ``--codebench-dataset`` or the bundled sample."""
@@ -182,7 +184,18 @@ class Benchmark(abc.ABC):
         return False
 
     def finish(self, results: list[ItemResult]) -> None:
-        """On the controller, once every item is graded: write the benchmark's own outputs."""
+        """On the controller, once every item is graded: write the benchmark's own outputs
+        (naming each in ``outputs``)."""
+
+    def run_cases(self) -> list[Case]:
+        """The run's cases, in ``finish``: as xdist's workers stored them in the run folder, or
+        read again where this process collected them itself and kept no copy."""
+        stored = self.context.stored("dataset")
+        return Dataset.from_json(stored).cases if stored is not None else self.load().cases
+
+    def output_path(self, given: str) -> Path:
+        """Where an output the user names goes: relative to where pytest runs."""
+        return self.context.config.invocation_params.dir / given
 
 
 def benchmark_classes() -> dict[str, type[Benchmark]]:

@@ -242,6 +242,8 @@ class CodebenchSession:
         for line in reuse_lines(self.results, self.reuse):
             write(line)
         write(f"logs: {self.context.run_dir / 'logs'}")
+        for line in self.benchmark.outputs:
+            write(line)
         if self.settings[REPORT]:
             write(f"report: {self.settings[REPORT]}")
         if self.settings[MARKDOWN]:

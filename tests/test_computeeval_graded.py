@@ -64,6 +64,7 @@ def test_graded_solutions_are_written_in_nvidias_format(
     )  # fmt: skip
     assert run.outcome("T/wrong[0]") == "test_failed", run.output
     assert sorted(p.name for p in (pytester.path / "graded").iterdir()) == ["m1-graded-solutions.jsonl"]
+    assert f"graded solutions: {pytester.path / 'graded' / 'm1-graded-solutions.jsonl'}" in run.output
     lines = {line["task_id"]: line for line in _lines(pytester.path / "graded" / "m1-graded-solutions.jsonl")}
     assert sorted(lines) == sorted(p["task_id"] for p in problems)
     for line in lines.values():

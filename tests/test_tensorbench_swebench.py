@@ -35,6 +35,7 @@ def test_swebench_files_for_each_model(pytester, codebench, scorchlet):
 
     run_id, summary = _summary(pytester.path / "swe", "sample-model")
     assert (pytester.path / ".codebench" / "runs" / run_id).is_dir()  # the run folder's name
+    assert f"swebench: {pytester.path / 'swe' / f'sample-model.{run_id}.json'}" in run.output
     assert summary["resolved_ids"] == [f"{SUB}[0]", "scorchlet__feature_twice[0]"]
     assert summary["unresolved_ids"] == [f"{SUB}[2]"]
     assert summary["empty_patch_ids"] == [f"{SUB}[1]"]

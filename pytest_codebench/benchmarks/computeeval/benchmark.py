@@ -399,4 +399,5 @@ class ComputeEval(Benchmark):
             remove_tree(self.context.run_dir / bench.FOLDER)
         graded = self.settings[GRADED_SOLUTIONS]
         if graded:
-            write_graded_solutions(Path(graded), results, self.load().cases, self.solution_sets)
+            written = write_graded_solutions(self.output_path(graded), results, self.run_cases(), self.solution_sets)
+            self.outputs += [f"graded solutions: {path}" for path in written]

@@ -138,7 +138,8 @@ class TensorBench(Benchmark):
         """SWE-bench's files (--codebench-swebench-dir), on the controller: every item's result."""
         folder = self.settings[SWEBENCH_DIR]
         if folder:
-            write_swebench(Path(folder), self.context.run_dir.name, results, self.load().cases)
+            written = write_swebench(self.output_path(folder), self.context.run_dir.name, results, self.run_cases())
+            self.outputs += [f"swebench: {path}" for path in written]
 
     def _cache_line(self, kind: str, figures: dict[str, int]) -> str:
         if kind != "none":
