@@ -12,7 +12,6 @@ import dataclasses
 import functools
 import os
 import shutil
-from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, cast
@@ -25,9 +24,8 @@ from pytest_codebench.gpu import cuda
 from pytest_codebench.gpu.scheduler import GpuScheduler, parse_slots
 from pytest_codebench.grading import Grading, Step
 from pytest_codebench.once import SlotPool
-from pytest_codebench.options import BUILD_JOBS, CACHE_DIR, KEEP_WORKSPACES, K, Option, bool_option, text_option
+from pytest_codebench.options import BUILD_JOBS, CACHE_DIR, KEEP_WORKSPACES, Option, bool_option, text_option
 from pytest_codebench.reports.comparison import Row
-from pytest_codebench.reports.metrics import describe_excluded, describe_pass_at_k, pass_at_ks
 from pytest_codebench.reports.reporting import ItemResult, Summary
 from pytest_codebench.runners import Gpu, GpuProbe, Runner
 from pytest_codebench.verdict import Outcome, Status, Verdict
@@ -35,7 +33,6 @@ from pytest_codebench.workspace.cleanup import remove_tree
 from pytest_codebench.workspace.files import UnsafePath, guarded_paths, normalise, write_file
 
 from ..records import sha256_file
-from ..speedup import ACCEPT_SUSPECT, MAX_SPEEDUP, describe_trials
 from .graded import write_graded_solutions
 from .guard import canary, link, main_guard, pycanary
 from .headers import system_headers
@@ -45,7 +42,7 @@ from .loading.records import Problem, solution_files, timeout_of
 from .perf import bench, profilers
 from .perf import phase as perf
 from .perf.phase import PERF, PERF_OPTIONS, PROFILER
-from .perf.scores import FAST_P, describe_perf, perf_columns, perf_metrics, perf_scores
+from .perf.scores import FAST_P, perf_columns
 from .reference import ReferenceCache, reference_key
 from .rules import (
     SKIP_KIND,
@@ -57,6 +54,7 @@ from .rules import (
     unmet_requirement,
 )
 from .sourcecode import missing_references
+from .summary import NO_GPU, summarize
 
 MACHINE_KEY = "computeeval-machine"
 LIBRARY_KEY = "computeeval-library"
@@ -221,7 +219,7 @@ class ComputeEval(Benchmark):
         if not gpus and not self.settings[RUN_WITHOUT_GPU]:
             done = f"build ok in {grading.figures['build_seconds']:.1f} s" if build else "nothing to build"
             return grading.verdict(
-                Outcome.SKIPPED, f"no usable CUDA GPU; {done} ({probe.get('error') or 'none found'})", excused=True
+                Outcome.SKIPPED, f"{NO_GPU}; {done} ({probe.get('error') or 'none found'})", excused=True
             )
         with self._gpu(gpus, wait) as gpu:
             result, proof = main_guard.run_test(grading, record["test_command"], timeout=timeout, gpu=gpu)
@@ -367,26 +365,7 @@ class ComputeEval(Benchmark):
     # -- metrics --------------------------------------------------------------------------------
 
     def summarize(self, results: list[ItemResult]) -> Summary:
-        ks = self.settings[K]
-        overall = pass_at_ks(results, ks)
-        lines = [describe_pass_at_k("all problems:", overall)]
-        groups: dict[str, Any] = {}
-        by_group: dict[str, list[ItemResult]] = defaultdict(list)
-        for result in results:
-            by_group[result.get("group") or "(no group)"].append(result)
-        for group, members in sorted(by_group.items()):
-            groups[group] = pass_at_ks(members, ks)
-            lines.append(describe_pass_at_k(f"  {group}:", groups[group]))
-        lines += describe_excluded(overall)
-        metrics: dict[str, Any] = {**overall, "groups": groups}
-        scores: dict[str, float] = {}
-        if self.settings[PERF]:
-            accept, bound = self.settings[ACCEPT_SUSPECT], self.settings[MAX_SPEEDUP]
-            speed = perf_metrics(results, ks, accept, bound)
-            lines += describe_perf(speed) + describe_trials([r["figures"] for r in results])
-            metrics["perf"], scores = speed, perf_scores(speed)
-        pass1 = overall["pass@k"].get("1")
-        return Summary(lines, metrics, None if pass1 is None else 100 * pass1, scores)
+        return summarize(results, self.settings)
 
     def columns(self, summary: Summary) -> Row:
         """pass@k overall and per group; with ``--codebench-perf``, fast_p and the geomean at the first k."""
