@@ -111,7 +111,7 @@ def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sshd]:
         )
         log = open(folder / "sshd.log", "w")  # noqa: SIM115 - sshd writes to it until the fixture ends
         server = subprocess.Popen([SSHD, "-D", "-e", "-f", str(folder / "sshd_config")], stderr=log)
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 60  # sshd's start on a busy machine; ends once it answers
         answered = None
         while time.monotonic() < deadline and server.poll() is None:
             answered = _run("ssh", "-F", str(folder / "ssh_config"), REMOTE_NAME, "true")
