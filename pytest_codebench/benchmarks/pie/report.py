@@ -17,7 +17,7 @@ from typing import Any, TypedDict
 
 from pytest_codebench.cases import Case
 from pytest_codebench.reports.reporting import ItemResult, Summary, examples, outcome_of, scored
-from pytest_codebench.verdict import Outcome
+from pytest_codebench.verdict import Outcome, Status
 
 from ..speedup import describe_trials, trial_metrics
 from .load import PieRow
@@ -98,6 +98,7 @@ def summarize(results: list[ItemResult], bar: float, ks: list[int], max_speedup:
     for problem, best in problems.items():
         if best["rows"]:
             lines.append(f"  {problem}: %Correct {best['correct']:.0f}%, mean speedup {best['mean_speedup']:.3f}x")
+    lines += failed_lines(results, bar)
     every = sorted({result["task_id"] for result in results})
     if len(rows) < len(every):
         left_out = [row for row in every if row not in rows]
@@ -119,6 +120,30 @@ def summarize(results: list[ItemResult], bar: float, ks: list[int], max_speedup:
         metrics={**metrics, "problems": problems, "rows": counted, "trials": trial_metrics(figures)},
         score=score,
     )
+
+
+def failed_lines(results: Sequence[ItemResult], bar: float) -> list[str]:
+    """What the headline counts of the failed items, and why each failed: a ``not_faster``
+    candidate fails its item yet gave the right output, so %Correct counts it (a run can show
+    %Correct 100% beside failed items and exit 1); any other failure is out of %Correct."""
+    failed = [result for result in results if result["status"] == Status.FAILED]
+    if not failed:
+        return []
+    by_outcome: dict[str, list[str]] = defaultdict(list)
+    for result in failed:
+        by_outcome[result["outcome"]].append(result["id"])
+    lines = [
+        f"failed items: {len(failed)}; %Correct counts a row whose candidate gave the right output on every test "
+        f"case, passed or {Outcome.NOT_FASTER.value}, %Optimized one also at least {OPTIMIZED:g}x faster"
+    ]
+    for outcome, ids in sorted(by_outcome.items()):
+        why = (
+            f"right output, not shown faster than the slow program by the bar ({bar:g}x): in %Correct"
+            if outcome == Outcome.NOT_FASTER.value
+            else "not in %Correct"
+        )
+        lines.append(f"  {outcome} ({len(ids)}): {why} [{examples(sorted(ids))}]")
+    return lines
 
 
 def best_at_k_columns(metrics: Mapping[str, Any], bar: float, ks: list[int]) -> dict[str, str]:
