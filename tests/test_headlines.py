@@ -10,6 +10,11 @@ import pytest
 from test_pie import SLOW, WRONG, write_pie
 
 from conftest import Run
+from pytest_codebench.benchmarks.computeeval.summary import NO_GPU, summarize, table_cells
+from pytest_codebench.cases import Case
+from pytest_codebench.options import Settings
+from pytest_codebench.reports.reporting import ItemResult, item_result
+from pytest_codebench.verdict import Outcome, Verdict
 
 BROKEN = '#include "add.h"\nint add(int a, int b) { retrun a + b; }\n'
 
@@ -57,3 +62,19 @@ def test_pie_says_which_failed_items_its_correct_counts_and_why_the_others_faile
             "  wrong_output (1): not in %Correct *p1/s1*1*",
         ]
     )
+
+
+def test_without_a_gpu_a_models_row_says_no_gpu_rather_than_zero() -> None:
+    def result(task: str, verdict: Verdict) -> ItemResult:
+        case = Case(id=f"{task}[0]", task_id=task, sample=0, group="g")
+        return item_result(f"d::{case.id}", case, None, verdict, verdict.excused)
+
+    skipped = Verdict(Outcome.SKIPPED, f"{NO_GPU}; build ok in 1.0 s (none found)", excused=True)
+    results = [result("T/1", skipped), result("T/2", Verdict(Outcome.BUILD_ERROR, "retrun"))]
+    summary = summarize(results, Settings({}))
+    assert summary.metrics["no_pass_here"] and summary.score == 0.0  # the gate still sees no pass
+    cells = {"pass@1": "0.00%", "g pass@1": "0.00%", "items": "2"}
+    assert table_cells(cells, summary.metrics) == {"pass@1": "no GPU", "g pass@1": "no GPU", "items": "2"}
+    # With a GPU (no such skip) the row keeps its figures.
+    graded = summarize([result("T/2", Verdict(Outcome.BUILD_ERROR, "retrun"))], Settings({}))
+    assert table_cells(cells, graded.metrics) == cells

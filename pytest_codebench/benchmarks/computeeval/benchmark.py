@@ -54,7 +54,7 @@ from .rules import (
     unmet_requirement,
 )
 from .sourcecode import missing_references
-from .summary import NO_GPU, summarize
+from .summary import NO_GPU, summarize, table_cells
 
 MACHINE_KEY = "computeeval-machine"
 LIBRARY_KEY = "computeeval-library"
@@ -369,7 +369,8 @@ class ComputeEval(Benchmark):
 
     def columns(self, summary: Summary) -> Row:
         """pass@k overall and per group; with ``--codebench-perf``, fast_p and the geomean at the first k."""
-        return {**super().columns(summary), **perf_columns(summary.metrics.get("perf"))}
+        cells = {**super().columns(summary), **perf_columns(summary.metrics.get("perf"))}
+        return table_cells(cells, summary.metrics)
 
     def finish(self, results: list[ItemResult]) -> None:
         """The references built for timing go with the run (each item removed its own);

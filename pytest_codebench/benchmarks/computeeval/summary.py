@@ -65,7 +65,7 @@ def summarize(results: list[ItemResult], settings: Settings) -> Summary:
         groups[group] = pass_at_ks(members, ks)
         lines.append(describe(f"  {group}:", groups[group], no_pass))
     lines += describe_excluded(overall)
-    metrics: dict[str, Any] = {**overall, "groups": groups}
+    metrics: dict[str, Any] = {**overall, "groups": groups, "no_pass_here": no_pass}
     scores: dict[str, float] = {}
     if settings[PERF]:
         accept, bound = settings[ACCEPT_SUSPECT], settings[MAX_SPEEDUP]
@@ -74,3 +74,14 @@ def summarize(results: list[ItemResult], settings: Settings) -> Summary:
         metrics["perf"], scores = speed, perf_scores(speed)
     pass1 = overall["pass@k"].get("1")
     return Summary(lines, metrics, None if pass1 is None else 100 * pass1, scores)
+
+
+def table_cells(cells: dict[str, str], metrics: dict[str, Any]) -> dict[str, str]:
+    """A model's row where models are compared: its pass@k cells say ``no GPU`` where no sample
+    could be graded to a pass here, as its headline does, rather than 0.00%."""
+    if not metrics.get("no_pass_here"):
+        return cells
+    return {
+        column: "no GPU" if column.endswith(tuple(f"pass@{k}" for k in metrics["pass@k"])) else cell
+        for column, cell in cells.items()
+    }
