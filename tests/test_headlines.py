@@ -55,11 +55,11 @@ def test_pie_says_which_failed_items_its_correct_counts_and_why_the_others_faile
     run.result.stdout.fnmatch_lines(
         [
             "best@1: %Correct 100.00%*",
-            "failed items: 2; %Correct counts a row whose candidate gave the right output on every test case,"
-            " passed or not_faster, %Optimized one also at least 1.1x faster",
-            "  not_faster (1): right output, not shown faster than the slow program by the bar (*x):"
-            " in %Correct *p1/s1*0*",
-            "  wrong_output (1): not in %Correct *p1/s1*1*",
+            "failed items: 2; best@1 takes each row's first 1 candidate(s): %Correct counts a row whose candidate"
+            " gave the right output on every test case, passed or not_faster, %Optimized one also at least 1.1x faster",
+            "  not_faster (1, 1 among best@1's candidates): right output, not shown faster than the slow program"
+            " by the bar (*x): in %Correct *p1/s1*0*",
+            "  wrong_output (1, 0 among best@1's candidates): wrong: not in %Correct *p1/s1*1*",
         ]
     )
 

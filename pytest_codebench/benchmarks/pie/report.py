@@ -98,7 +98,7 @@ def summarize(results: list[ItemResult], bar: float, ks: list[int], max_speedup:
     for problem, best in problems.items():
         if best["rows"]:
             lines.append(f"  {problem}: %Correct {best['correct']:.0f}%, mean speedup {best['mean_speedup']:.3f}x")
-    lines += failed_lines(results, bar)
+    lines += failed_lines(results, bar, ks[0])
     every = sorted({result["task_id"] for result in results})
     if len(rows) < len(every):
         left_out = [row for row in every if row not in rows]
@@ -122,27 +122,31 @@ def summarize(results: list[ItemResult], bar: float, ks: list[int], max_speedup:
     )
 
 
-def failed_lines(results: Sequence[ItemResult], bar: float) -> list[str]:
-    """What the headline counts of the failed items, and why each failed: a ``not_faster``
-    candidate fails its item yet gave the right output, so %Correct counts it (a run can show
-    %Correct 100% beside failed items and exit 1); any other failure is out of %Correct."""
+def failed_lines(results: Sequence[ItemResult], bar: float, k: int) -> list[str]:
+    """What the headline (best@``k``) counts of the failed items, and why each failed. It
+    takes each row's first k candidates alone, so a later candidate's failure is in no
+    best@k figure; and a ``not_faster`` candidate fails its item yet gave the right output, so
+    %Correct counts it. Without this a run shows %Correct 100% beside failed items and exit 1."""
     failed = [result for result in results if result["status"] == Status.FAILED]
     if not failed:
         return []
-    by_outcome: dict[str, list[str]] = defaultdict(list)
+    by_outcome: dict[str, list[ItemResult]] = defaultdict(list)
     for result in failed:
-        by_outcome[result["outcome"]].append(result["id"])
+        by_outcome[result["outcome"]].append(result)
     lines = [
-        f"failed items: {len(failed)}; %Correct counts a row whose candidate gave the right output on every test "
-        f"case, passed or {Outcome.NOT_FASTER.value}, %Optimized one also at least {OPTIMIZED:g}x faster"
+        f"failed items: {len(failed)}; best@{k} takes each row's first {k} candidate(s): %Correct counts a row "
+        f"whose candidate gave the right output on every test case, passed or {Outcome.NOT_FASTER.value}, "
+        f"%Optimized one also at least {OPTIMIZED:g}x faster"
     ]
-    for outcome, ids in sorted(by_outcome.items()):
+    for outcome, members in sorted(by_outcome.items()):
         why = (
             f"right output, not shown faster than the slow program by the bar ({bar:g}x): in %Correct"
             if outcome == Outcome.NOT_FASTER.value
-            else "not in %Correct"
+            else "wrong: not in %Correct"
         )
-        lines.append(f"  {outcome} ({len(ids)}): {why} [{examples(sorted(ids))}]")
+        first = sum(result["sample"] < k for result in members)
+        ids = sorted(result["id"] for result in members)
+        lines.append(f"  {outcome} ({len(ids)}, {first} among best@{k}'s candidates): {why} [{examples(ids)}]")
     return lines
 
 
