@@ -49,3 +49,12 @@ def test_a_group_named_like_a_marker_is_a_keyword_only(pytester: pytest.Pytester
     run = codebench(*_args(pytester), "--strict-markers", "-k", "skip")
     run.result.assert_outcomes(passed=1)
     assert list(run.items) == ["M/2[0]"]
+
+
+def test_an_unreadable_problem_line_keeps_its_place(pytester: pytest.Pytester) -> None:
+    """A bare problems.jsonl whose second line is no JSON: its error item lies between the
+    problems around it, not before every other."""
+    first, last = (packs.jsonl([packs.problem(task, min_cuda_toolkit=None)]) for task in ("Z/9", "A/1"))
+    path = pytester.path / "p-problems.jsonl"
+    path.write_bytes(first + b"{not json\n" + last)
+    assert _collected(pytester, f"--codebench-dataset={path}") == ["Z/9[0]", "problems.jsonl:2", "A/1[0]"]

@@ -37,7 +37,7 @@ from .graded import write_graded_solutions
 from .guard import canary, link, main_guard, pycanary
 from .headers import system_headers
 from .loading import releases
-from .loading.datapacks import read_problems, swept_cases
+from .loading.datapacks import in_file_order, read_problems, swept_cases
 from .loading.records import Problem, solution_files, timeout_of
 from .perf import bench, profilers
 from .perf import phase as perf
@@ -112,7 +112,7 @@ class ComputeEval(Benchmark):
         path = self.dataset_path()
         problems, release, broken = read_problems(path)
         made = swept_cases(problems, self.solution_sets, lambda sample, number: self._case(problems, sample, number))
-        return Dataset(str(path), sha256_file(path), release, broken + made)
+        return Dataset(str(path), sha256_file(path), release, in_file_order(broken, made, problems))
 
     def _case(self, problems: dict[str, Problem], sample: Sample, number: int) -> Case:
         problem = problems.get(sample.task_id)

@@ -28,6 +28,21 @@ def swept_cases(
     return sweep(sets, cases_of)
 
 
+def in_file_order(broken: Sequence[Case], made: Sequence[Case], problems: dict[str, Problem]) -> list[Case]:
+    """``made`` (the samples' cases, task by task) with each unreadable problem line of
+    ``broken`` in its place in the file: before the first case of a problem written after it.
+    With several solution sets, among the first set's cases; lines after every problem last."""
+    lines = {task_id: problem.line for task_id, problem in problems.items()}
+    pending = sorted(broken, key=lambda case: case.line)
+    ordered: list[Case] = []
+    for case in made:
+        at = lines.get(case.task_id)
+        while pending and at is not None and pending[0].line + 1 < at:  # Case.line is 0-based
+            ordered.append(pending.pop(0))
+        ordered.append(case)
+    return ordered + pending
+
+
 def samples(given: str | None, problems: dict[str, Problem]) -> Iterator[Sample]:
     """Every sample of the solutions ``given`` (a path, or None/"baseline": each problem's
     reference), in the order they were given."""
