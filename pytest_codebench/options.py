@@ -140,6 +140,12 @@ def _default_cache_dir() -> str:
     return os.path.join(base, "pytest-codebench")
 
 
+def _absolute_dir(value: str) -> str:
+    """A folder as an absolute path, taken from where pytest runs: commands run in workspaces of
+    their own, where a relative path names another folder (or none)."""
+    return os.path.abspath(os.path.expanduser(value))
+
+
 BENCHMARK = Option(
     "benchmark",
     "Grade this benchmark: every task sample becomes a test item.",
@@ -236,7 +242,7 @@ CACHE_DIR = Option(
     "cache-dir",
     "What is reused across runs on this machine: git mirrors, environments, compiler caches.",
     _default_cache_dir(),
-    str,
+    _absolute_dir,
     "DIR",
     grading=False,
 )

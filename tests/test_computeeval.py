@@ -74,6 +74,17 @@ def test_pass_fail_and_build_error_show_command_exit_code_and_output(pytester, c
     assert "build log: " in broken
 
 
+def test_a_relative_cache_dir_is_taken_from_where_pytest_runs(pytester, codebench):
+    # A relative --codebench-cache-dir once reached commands as it was written, so the main
+    # guard's library was looked for from each workspace, and every item was skipped as
+    # "cannot grade here: the reference fails too: tampered".
+    problems = [packs.problem("T/1")]
+    solutions = [packs.solution("T/1", packs.RIGHT), packs.solution("T/1", packs.WRONG)]
+    run = codebench(*write(pytester, problems, solutions), FORCE, "--codebench-cache-dir=cache")
+    assert [run.outcome(f"T/1[{i}]") for i in range(2)] == ["passed", "test_failed"]
+    assert (pytester.path / "cache" / "computeeval").is_dir()
+
+
 def test_without_a_gpu_builds_run_and_built_items_are_skipped(pytester, codebench):
     problems = [packs.problem("T/1")]
     solutions = [packs.solution("T/1", packs.RIGHT), packs.solution("T/1", "syntax error")]
