@@ -5,7 +5,7 @@
 #   - builds the base image (default codebench-base:bookworm) from Debian's packages.
 # The plugin builds the benchmark images FROM it when their own base (nvidia/cuda, python)
 # cannot be pulled, or when it is named with --codebench-docker-base; ComputeEval's then gets
-# the host's CUDA toolkit mounted read-only (see README, "Grading in containers"). Under
+# the host's CUDA toolkit mounted read-only (see docs/containers.md). Under
 # another name than the default, pass that name with --codebench-docker-base.
 # Usage: scripts/docker-setup.sh [IMAGE]     (prints the base image name last)
 set -euo pipefail

@@ -14,7 +14,7 @@ runs (``-S``, then ``site.main()`` here): a ``sitecustomize`` or ``.pth`` file o
 workspace runs after it is gone. A ``SystemExit`` raised through a frame of a solution file
 (paths in CODEBENCH_GUARD_SOLUTION) is the solution ending the test, not the test's verdict:
 status 1, and a record that says so (the item is tampered). What stays in this process's
-memory, the solution can still read: see the README.
+memory, the solution can still read: see docs/untrusted-code.md.
 
 A script that passed (status 0) ends with the status its nonce names (:func:`ending`): 0 in
 the real run, a status K in a canary run (guard.pycanary), whose nonce the harness
