@@ -16,9 +16,9 @@ from typing import Any, Generic, Literal, TypeVar
 
 import pytest
 
+from .reports.thresholds import Threshold, thresholds
 from .sweeps.shards import parse_shard
 from .sweeps.solution_sets import SolutionSpec, parse_solutions
-from .thresholds import Threshold, thresholds
 
 T = TypeVar("T")
 N = TypeVar("N", int, float)

@@ -14,13 +14,13 @@ from . import fixtures, hooks
 from .benchmark import benchmark_classes, get_benchmark_class
 from .context import HOSTS_KEY, SETTINGS_KEY, WORKER_RUN_DIR_KEY, HostRun, RunContext
 from .errors import DatasetError, HarnessError
-from .gate import validate_fail_under
 from .items import dataset_args, dataset_nodeid
 from .options import BENCHMARK, CORE_OPTIONS, FAIL_UNDER, RUNNER, SOLUTIONS, Choice, Option, Settings
-from .registration import register
-from .rooting import reroot
+from .reports.gate import validate_fail_under
 from .runners import GpuProbe, runner_classes
 from .session import STATE_KEY, CodebenchSession
+from .startup.registration import register
+from .startup.rooting import reroot
 
 
 def _all_options() -> list[tuple[str | None, tuple[Option[Any], ...]]]:

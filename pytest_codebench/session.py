@@ -12,12 +12,12 @@ import pytest
 
 from .benchmark import Benchmark
 from .context import HOSTS_KEY, PRUNED_KEY, RunContext
-from .gate import gate_lines
 from .grading import EXPOSURE_KEY, VERDICT_KEY, Exposure
 from .items import CodebenchItem, DatasetFile, place_skip
 from .options import ALLOW_ERRORS, FAIL_UNDER, KEEP_LOGS, MARKDOWN, REPORT, RUNNER, SHARD, Settings
 from .reports import markdown
 from .reports.comparison import ModelSummary, model_summaries, table, text_table
+from .reports.gate import gate_lines
 from .reports.harness import harness_version
 from .reports.reporting import (
     ItemResult,

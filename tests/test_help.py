@@ -8,7 +8,7 @@ import pytest
 
 from pytest_codebench.options import Option
 from pytest_codebench.plugin import _all_options
-from pytest_codebench.registration import full_help
+from pytest_codebench.startup.registration import full_help
 
 
 @pytest.fixture(scope="module")

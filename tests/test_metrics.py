@@ -12,13 +12,13 @@ from pytest_codebench.benchmark import Sample, join_samples
 from pytest_codebench.benchmarks.pie.report import candidate_speedups
 from pytest_codebench.benchmarks.pie.report import summarize as summarize_pie
 from pytest_codebench.cases import Case
-from pytest_codebench.gate import Check, compared_score, gate_lines
 from pytest_codebench.grading import Exposure, Grading
 from pytest_codebench.options import CACHE_DIR
+from pytest_codebench.reports.gate import Check, compared_score, gate_lines
 from pytest_codebench.reports.metrics import describe_excluded, describe_pass_at_k, pass_at_k, pass_at_ks
 from pytest_codebench.reports.reporting import ItemResult, Summary, cause, item_result
+from pytest_codebench.reports.thresholds import Threshold, percent, threshold
 from pytest_codebench.runners.local import LocalRunner
-from pytest_codebench.thresholds import Threshold, percent, threshold
 from pytest_codebench.verdict import Outcome, Verdict
 
 

@@ -11,10 +11,10 @@ from test_sweeps import _sets
 
 from conftest import Run
 from pytest_codebench.cases import Case
-from pytest_codebench.gate import Check, checks
+from pytest_codebench.reports.gate import Check, checks
 from pytest_codebench.reports.metrics import pass_at_ks
 from pytest_codebench.reports.reporting import ItemResult, item_result
-from pytest_codebench.thresholds import Threshold, thresholds
+from pytest_codebench.reports.thresholds import Threshold, thresholds
 from pytest_codebench.verdict import Outcome, Verdict
 
 

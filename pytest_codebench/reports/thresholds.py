@@ -1,7 +1,7 @@
 """``--codebench-fail-under``'s bars as given: ``40``, ``NAME=40``, or several. Which scores a
 NAME can compare, and whether a run meets the bars, is :mod:`.gate`'s to say.
 
-Imported by :mod:`.options` (the option's parser): stays below it, importing nothing of the core.
+Imported by :mod:`pytest_codebench.options` (the option's parser), so it imports nothing that imports the options.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from .sweeps.solution_sets import NAME as SET_NAME
+from ..sweeps.solution_sets import NAME as SET_NAME
 
 
 def percent(text: str) -> float:

@@ -15,9 +15,9 @@ from collections.abc import Mapping, Sequence
 
 import pytest
 
-from .options import ALLOW_ERRORS
-from .reports.comparison import ModelSummary
-from .reports.reporting import Summary, examples
+from ..options import ALLOW_ERRORS
+from .comparison import ModelSummary
+from .reporting import Summary, examples
 from .thresholds import Threshold
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from .options import Option
+from ..options import Option
 
 
 def shown_default(option: Option[Any]) -> str | None:
