@@ -314,6 +314,31 @@ def test_pie_grades_one_generations_file_per_model(pytester: pytest.Pytester, co
         assert row["generated_answers_0_acc"] == acc
 
 
+def test_pie_scores_every_model_on_every_row_of_the_sweep(
+    pytester: pytest.Pytester, codebench: Callable[..., Run]
+) -> None:
+    # A model whose generations leave out a row once scored 100% on the rows it kept.
+    slow = {"p1": SLOW, "p2": SLOW + "# the second problem\n"}  # PIE joins rows to problems by their code
+    references = [
+        {"problem_id": p, "submission_id_v0": f"s{p[1]}", "language": "python", "input": slow[p], "target": FAST}
+        for p in slow
+    ]
+    rows = [{"input": slow[p]} for p in slow]
+    config = write_pie(pytester.path, [], references, sizes=(2000,), num_trials=2)
+    models = pytester.path / "models"
+    models.mkdir()
+    (models / "both.jsonl").write_text("".join(json.dumps({**row, "generated_answers": [FAST]}) + "\n" for row in rows))
+    (models / "one.jsonl").write_text(json.dumps({**rows[0], "generated_answers": [FAST]}) + "\n")
+    run = codebench(
+        "--codebench-config", str(config), "--codebench-solutions", str(models), "--codebench-report", "r.json",
+        benchmark="pie",
+    )  # fmt: skip
+    assert run.outcome("p2/s2[one:0]") == "missing_solution"
+    report = json.loads((pytester.path / "r.json").read_text())
+    assert report["models"]["one"]["metrics"]["best@1"]["correct"] == 50.0
+    assert report["models"]["both"]["metrics"]["best@1"]["correct"] == 100.0
+
+
 def test_tensorbench_reads_one_predictions_file_per_model(pytestconfig: pytest.Config, tmp_path: Path) -> None:
     rows = (SAMPLE / "predictions.jsonl").read_text().splitlines()
     first = json.loads(rows[0])["instance_id"]
