@@ -138,7 +138,7 @@ def test_every_task_gets_a_case_and_a_missing_one_says_so():
     assert by_id["NOPE[0]"].task_id == "" and not by_id["NOPE[0]"].answer_error  # answers no problem
 
 
-@pytest.mark.parametrize("text", ["nan", "inf", "-1", "100.5"])
+@pytest.mark.parametrize("text", ["nan", "inf", "-1", "100.5", "soon", "40%%"])
 def test_fail_under_must_be_a_percentage(text):
     with pytest.raises(ValueError, match="percentage"):
         percent(text)
@@ -149,6 +149,7 @@ def test_fail_under_must_be_a_percentage(text):
 
 def test_fail_under_takes_a_plain_percentage_or_a_named_one():
     assert threshold(" 40 ") == Threshold(None, 40.0)
+    assert threshold("40%") == Threshold(None, 40.0)  # as the terminal writes it
     assert threshold("fast_1.0=40") == Threshold("fast_1.0", 40.0)
     assert threshold("fast_2 = 12.5") == Threshold("fast_2", 12.5)
     assert str(threshold("fast_1.5=40")) == "fast_1.5=40" and str(threshold("40")) == "40"
@@ -209,7 +210,9 @@ def test_a_named_fail_under_still_fails_on_a_harness_error_unless_allowed():
         "1 item(s) ended in a harness error (T/2[0]); --codebench-allow-errors lets the score alone decide"
     ]
     assert shortfalls(Threshold("fast_1.0", 40), named, ["T/2[0]"], True) == []
-    assert shortfalls(Threshold(None, 40), named, [], True) == ["no score"]
+    assert shortfalls(Threshold(None, 40), named, [], True) == [
+        "no score: this machine graded no item to one (the summary above says why)"
+    ]
 
 
 def test_a_named_fail_under_the_benchmark_does_not_report_is_a_usage_error(pytester, codebench):

@@ -80,7 +80,7 @@ def shortfall(check: Check, summary: Summary) -> str | None:
         names = ", ".join(sorted(summary.scores)) or "none"
         return f"{whose}this run reports no score named {check.score} (its named scores: {names})"
     if score is None:
-        return f"{whose}no score"
+        return f"{whose}no score: this machine graded no item to one (the summary above says why)"
     if score < check.value:
         return f"{whose}{check.score or 'the score'} is under {check.value:g}%"
     return None
@@ -103,9 +103,8 @@ def gate_lines(
         score = compared_score(check, own)
         missed = shortfall(check, own)
         shown = "n/a" if score is None else f"{score:.2f}%"
-        lines.append(
-            f"fail-under {check}: {check.score or 'score'} {shown}, {'NOT met' if missed or errors_fail else 'met'}"
-        )
+        verdict = "NOT met" if missed else "NOT met: a harness error (below)" if errors_fail else "met"
+        lines.append(f"fail-under {check}: {check.score or 'score'} {shown}, {verdict}")
         if missed:
             why.append(missed)
     if errors_fail:

@@ -13,8 +13,12 @@ from ..sweeps.solution_sets import NAME as SET_NAME
 
 
 def percent(text: str) -> float:
-    """A score in percent, 0 to 100: NaN would never be met and 1e9 never reached, silently."""
-    value = float(text)
+    """A score in percent, 0 to 100 (``40`` or ``40%``): NaN would never be met and 1e9 never
+    reached, silently."""
+    try:
+        value = float(text.removesuffix("%"))
+    except ValueError:
+        raise ValueError(f"{text!r} is not a percentage (expected e.g. 40)") from None
     if not 0 <= value <= 100:
         raise ValueError("expected a percentage from 0 to 100")
     return value
