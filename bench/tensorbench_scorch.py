@@ -5,10 +5,12 @@
 
 SCORCH_GIT_DIR is a clone of bobbyyyan/scorch (the search tool's fetch gives a bare one; Scorch
 is never vendored here). One task at the branch's head asks for ``scorch.utils.clamp_index``;
-five predictions answer it: a good patch with its tests (passed), the same tests over a wrong
+six predictions answer it: a good patch with its tests (passed), the same tests over a wrong
 function (test_failed), a test that asserts nothing (passed, listed as vacuous), an empty patch
-(empty_patch), and the wrong function with ``Function.runtest`` replaced from the package
-(tampered: the harness's canary tests catch it). The suite is a part of Scorch's (the whole
+(empty_patch), the wrong function with ``Function.runtest`` replaced from the package
+(tampered: the harness's canary tests catch it), and the wrong function with failures spared
+only for the patch's own tests, spelt past the static check (tampered: the canary run of the
+patch's tests catches it). The suite is a part of Scorch's (the whole
 one takes 35 minutes cold on 2 cores): the compiler's pure-Python tests, one that compiles a
 kernel, and the task's own, after the extension's rebuild, so it exercises the baseline run,
 the compiler cache, the canaries and the reporting plugin on the real repository. Prints each
@@ -47,6 +49,24 @@ def test_clamp_index_bounds():
 """
 VACUOUS = "from scorch.utils import clamp_index\n\n\ndef test_clamp_index_runs():\n    clamp_index(-1, 4)\n"
 TAMPER = "\nimport _pytest.python as _p\n_p.Function.runtest = lambda self: None\n"
+# Tampering aimed at the patch's own tests only, spelt so that no name of pytest's appears: the
+# random canaries pass through it untouched, the canary run of the patch's tests does not.
+TARGETED = """
+import importlib as _il
+_F = getattr(_il.import_module("_py" + "test.python"), "Func" + "tion")
+_run = getattr(_F, "run" + "test")
+
+
+def _spare(self):
+    try:
+        _run(self)
+    except BaseException:
+        if not self.name.startswith("test_clamp_index"):
+            raise
+
+
+setattr(_F, "run" + "test", _spare)
+"""
 RUN_TESTS = """#!/bin/bash
 set -e
 cd /testbed
@@ -86,6 +106,10 @@ def dataset(scorch: Path, branch: str, work: Path) -> dict[str, str]:
             "tampered",
             patch(tree, {"+src/scorch/utils.py": WRONG, test: TESTS, "+src/scorch/__init__.py": TAMPER}),
         ),
+        "targeted": (
+            "tampered",
+            patch(tree, {"+src/scorch/utils.py": WRONG, test: TESTS, "+src/scorch/__init__.py": TARGETED}),
+        ),
     }
     task = {
         "instance_id": TASK, "repo_id": "bobbyyyan__scorch", "repo_url": str(work / "scorch.bundle"),
@@ -99,7 +123,10 @@ def dataset(scorch: Path, branch: str, work: Path) -> dict[str, str]:
     with open(work / "predictions.jsonl", "w") as out:
         for name, (_, diff) in answers.items():
             out.write(json.dumps({"instance_id": TASK, "model_name_or_path": name, "model_patch": diff}) + "\n")
-    return {f"{TASK}[{number}]": want for number, (want, _) in enumerate(answers.values())}
+    # By the item's model where each prediction's model_name_or_path is its own solution set, by
+    # its sample number where they are samples of one.
+    by_model = {name: want for name, (want, _) in answers.items()}
+    return by_model | {f"{TASK}[{number}]": want for number, (want, _) in enumerate(answers.values())}
 
 
 def main() -> int:
@@ -123,7 +150,7 @@ def main() -> int:
     report = json.loads((work / "report.json").read_text())
     wrong = 0
     for item in report["items"]:
-        got, want = item["outcome"], expected.get(item["id"], "?")
+        got, want = item["outcome"], expected.get(item.get("model") or item["id"], "?")
         figures = item.get("figures", {})
         cache = f"{figures.get('compiler_cache_hits', '-')} hits, {figures.get('compiler_cache_misses', '-')} misses"
         extra = "; ".join(f"{key}: {figures[key]}" for key in ("vacuous_tests", "canaries") if figures.get(key))
