@@ -87,5 +87,6 @@ def test_harness_errors_are_grouped_by_cause(pytester, codebench):
     # One line for the five, naming the file and the first of their lines (a bad field is found
     # as the dataset is read, with its line).
     assert len(lines) == 1 and lines[0].startswith("error (5): ")
-    assert "problems.jsonl:1,2,3,...: field 'source_references': references['all']" in lines[0]
+    # (The line is capped at the terminal's width: a long temporary path leaves less of the cause.)
+    assert "problems.jsonl:1,2,3,...: field 'source_references'" in lines[0]
     assert lines[0].endswith(" [T/0[0], T/1[0], T/2[0], and 2 more]")

@@ -314,7 +314,7 @@ def test_each_worker_uses_the_engine_its_own_docker_host_names(pytester: pytest.
     finally:
         proxy.close()
         shutil.rmtree(folder, ignore_errors=True)
-    graded = re.findall(r"\[(gw\d)\] \[ *\d+%\] (\w+) \S+::(\S+)", result.stdout.str())
+    graded = re.findall(r"\[(gw\d)\] \[ *\d+%\] (\w+) (?:[\w()]+ )*\S+::(\S+)", result.stdout.str())
     assert len(graded) == 18, result.stdout.str()[-3000:]
     statuses = {worker: {item: status for gw, status, item in graded if gw == worker} for worker in ("gw0", "gw1")}
     # gw0's engine graded its items (the right sample passes, the others fail), through its
