@@ -26,7 +26,6 @@ import hashlib
 import mmap
 import os
 import secrets
-import shutil
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -39,6 +38,7 @@ from pytest_codebench.once import SlotPool
 from pytest_codebench.options import KEEP_WORKSPACES
 from pytest_codebench.runners import RunResult
 from pytest_codebench.verdict import Outcome
+from pytest_codebench.workspace.cleanup import remove_tree
 
 from . import elf, main_guard
 from .main_guard import GuardRecord
@@ -97,6 +97,10 @@ done
 [ "$links" = 1 ] || exec "$real" "$@"
 exec "$real" "$@" -Xlinker --wrap=main -Xlinker {object}
 """
+
+
+# How a canary run did not end as its canary ends it (None: it did), from its result and records.
+Judge = Callable[[RunResult, list[GuardRecord]], str | None]
 
 
 class Built(TypedDict, total=False):
@@ -196,10 +200,27 @@ def in_own_workspace(grading: Grading, run: Callable[[Grading], str | None]) -> 
             grading.logs.update(canary.logs)
 
 
+def refused(canary: Grading, host: Host) -> bool:
+    """Whether the canary's workspace could not be written (its figure then says so)."""
+    if host.prepare(canary.case, canary.workspace) is None:
+        return False
+    canary.figures[FIGURE] = "skipped: the solution's files were refused"
+    return True
+
+
+def test_ends(canary: Grading, host: Host, timeout: float, judge: Judge, ending: int = 0) -> str | None:
+    """The canary's test under the guard (a Python script's runner ending a pass with
+    ``ending``): how ``judge`` finds it did not end as the canary ends it, or None."""
+    with host.gpu(canary.case.timeout or timeout) as gpu:
+        result, records = main_guard.run_test(
+            canary, canary.case.record["test_command"], timeout=timeout, gpu=gpu, ending=ending
+        )
+    return judge(result, records)
+
+
 def _run(canary: Grading, host: Host, made: Built, timeout: float) -> str | None:
     record, wait = canary.case.record, canary.case.timeout or timeout
-    if host.prepare(canary.case, canary.workspace) is not None:
-        canary.figures[FIGURE] = "skipped: the solution's files were refused"
+    if refused(canary, host):
         return None
     folder = Path(made["folder"])
     if hashlib.sha256(Path(made["object"]).read_bytes()).hexdigest() != made["sha256"]:
@@ -215,13 +236,9 @@ def _run(canary: Grading, host: Host, made: Built, timeout: float) -> str | None
     if unmarked is not None:
         canary.figures[FIGURE] = f"skipped: {unmarked}"
         return None
-    with host.gpu(wait) as gpu:
-        result, records = main_guard.run_test(canary, record["test_command"], timeout=timeout, gpu=gpu)
-    ended = _ended(result, records, made)
-    if ended is not None:
-        why = "a solution that ends the program itself or forges the guard's records"
-        return f"the canary run {ended} ({why})"
-    return None
+    ended = test_ends(canary, host, timeout, lambda result, records: _ended(result, records, made))
+    why = "a solution that ends the program itself or forges the guard's records"
+    return None if ended is None else f"the canary run {ended} ({why})"
 
 
 def _ended(result: RunResult, records: list[GuardRecord], made: Built) -> str | None:
@@ -267,10 +284,10 @@ def _carries(path: Path, marker: bytes) -> bool:
 def _workspace(grading: Grading) -> Iterator[Path]:
     """A fresh folder beside the item's workspace, removed after (unless kept)."""
     workspace = grading.workspace.with_name(f"{grading.workspace.name}-canary")
-    shutil.rmtree(workspace, ignore_errors=True)
+    remove_tree(workspace)  # what the model's code left there: links removed, never followed
     workspace.mkdir(parents=True)
     try:
         yield workspace
     finally:
         if not grading.context.settings[KEEP_WORKSPACES]:
-            shutil.rmtree(workspace, ignore_errors=True)
+            remove_tree(workspace)

@@ -22,8 +22,7 @@ from pytest_codebench.grading import Grading, Step
 from pytest_codebench.runners import RunResult
 from pytest_codebench.verdict import Outcome
 
-from . import main_guard
-from .canary import FIGURE, Host, in_own_workspace
+from .canary import Host, in_own_workspace, refused, test_ends
 from .main_guard import GuardRecord
 from .pyrunner import ENDINGS
 
@@ -38,8 +37,7 @@ def check(grading: Grading, host: Host, timeout: float) -> str | None:
 
 def _run(canary: Grading, host: Host, status: int, timeout: float) -> str | None:
     record, wait = canary.case.record, canary.case.timeout or timeout
-    if host.prepare(canary.case, canary.workspace) is not None:
-        canary.figures[FIGURE] = "skipped: the solution's files were refused"
+    if refused(canary, host):
         return None
     build = record.get("build_command")
     if build:
@@ -47,13 +45,9 @@ def _run(canary: Grading, host: Host, status: int, timeout: float) -> str | None
             failed = canary.step(Step("build", build, Outcome.BUILD_ERROR, Outcome.BUILD_TIMEOUT), timeout=timeout)
         if failed is not None:
             return f"the canary build failed where the real one passed: {failed.output_tail or failed.reason}"
-    with host.gpu(wait) as gpu:
-        result, records = main_guard.run_test(canary, record["test_command"], timeout=timeout, gpu=gpu, ending=status)
-    ended = _ended(result, records, status)
-    if ended is not None:
-        why = "a solution that ends the interpreter itself, forges the runner's records or patches what it calls"
-        return f"the canary run {ended} ({why})"
-    return None
+    ended = test_ends(canary, host, timeout, lambda result, records: _ended(result, records, status), status)
+    why = "a solution that ends the interpreter itself, forges the runner's records or patches what it calls"
+    return None if ended is None else f"the canary run {ended} ({why})"
 
 
 def _ended(result: RunResult, records: list[GuardRecord], status: int) -> str | None:
