@@ -45,6 +45,7 @@ from .docker_images import DOCKER_BASE, IMAGE, ImageChoice, ImageChooser, choose
 from .docker_sweep import ENGINE_ERRORS, RUN_LABEL, container_labels, sweep_stale
 from .quota import QUOTA_OPTIONS, entries, parse_size, quota_limits, watch
 
+from .podman import container_limits, is_podman
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
@@ -103,14 +104,17 @@ class DockerRunner(Runner):
             "nano_cpus": int(settings[DOCKER_CPUS] * 1e9),
             "pids_limit": settings[DOCKER_PIDS],
             "tmpfs": {"/tmp": f"size={settings[DOCKER_TMPFS]},mode=1777"},
-            "ulimits": [Ulimit(name="fsize", soft=max_file, hard=max_file)],
         }
         self.quota = quota_limits(settings)
         self.client = connect()
         # This process's engine (its DOCKER_HOST): what the run decides once is decided per engine.
         self.engine = engine_id(self.client)
+        rlimits = [Ulimit(name="fsize", soft=max_file, hard=max_file)]
         _sweep_once(self.client, context, self.engine)
         self.choice = _choice(self.client, context, self.engine)
+        # Podman's API (podman system service) serves too, given each container's limits.
+        self.podman = is_podman(self.client)
+        self.limits["ulimits"] = [*rlimits, *container_limits(self.podman)]
         self.image = self.choice.image
         # Host folders (a CUDA toolkit) every container sees read-only at their own path.
         self.mounts = {path: {"bind": path, "mode": "ro"} for path in self.choice.mounts}
@@ -317,6 +321,7 @@ class DockerRunner(Runner):
         for line in output.strip().splitlines():
             fields = [part.strip() for part in line.split(",")]
             if len(fields) == 3 and fields[0].isdigit():
+                ulimits=container_limits(self.podman),
                 gpus.append({"index": int(fields[0]), "name": fields[1], "compute_capability": fields[2]})
         return {"gpus": gpus} if gpus else {"error": f"no GPU visible in the container: {output.strip()[-300:]}"}
 

@@ -39,6 +39,7 @@ from .. import __version__
 from ..errors import HarnessError
 from ..options import text_option
 from .docker_sweep import ENGINE_ERRORS, lifetime_labels
+from .podman import container_limits, is_podman
 
 if TYPE_CHECKING:
     from ..context import RunContext
@@ -256,6 +257,7 @@ class ImageChooser:
                 network_mode="none",
                 # Labelled as the runner's own: a concurrent run's sweep leaves it alone.
                 labels={**self.labels, **lifetime_labels(HAS_BUDGET)},
+                ulimits=container_limits(is_podman(self.client)),
             )
         except docker.errors.ContainerError:
             return False
