@@ -32,6 +32,9 @@ class Case:
     answer_error: bool = False
     #: The solution set (model) the sample comes from; None where the run has one set, not named.
     model: str | None = None
+    #: The image its commands run in, where its task names one of its own (ComputeEval's
+    #: ``base_image``): container runners honour it, the local runner cannot.
+    image: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -12,6 +12,7 @@ from typing import Any, NoReturn, TypeVar
 
 import pytest
 
+from .case_images import case_runner
 from .cases import Case
 from .context import SETTINGS_KEY, RunContext, slug
 from .errors import DatasetError, HarnessError
@@ -129,10 +130,19 @@ def codebench_verdict(request: pytest.FixtureRequest, codebench_case: Case) -> V
     if codebench_case.missing is not None:
         verdict = Verdict(Outcome.MISSING_SOLUTION, codebench_case.missing)
     else:
-        # Harness trouble finding the key (probing the machine) errors the item, as grading's would.
-        verdict, origin = _harness(
-            lambda: session.reuse.verdict(request.node, codebench_case, lambda: _graded(request, codebench_case))
+        # A task's own image (base_image), or its skip where the image cannot be had.
+        own = _harness(
+            lambda: case_runner(codebench_case, session.runner_class, lambda: session.runner, session.context)
         )
+        if isinstance(own, Verdict):
+            verdict, origin = own, None
+        else:
+            # Harness trouble finding the key (probing the machine) errors the item, as grading's would.
+            verdict, origin = _harness(
+                lambda: session.reuse.verdict(
+                    request.node, codebench_case, lambda: _graded(request, codebench_case, own), own
+                )
+            )
         if origin is not None:
             request.node.stash[ORIGIN_KEY] = origin
     request.node.stash[VERDICT_KEY] = verdict
@@ -141,14 +151,14 @@ def codebench_verdict(request: pytest.FixtureRequest, codebench_case: Case) -> V
     return verdict
 
 
-def _graded(request: pytest.FixtureRequest, case: Case) -> Verdict:
+def _graded(request: pytest.FixtureRequest, case: Case, own: Runner | None) -> Verdict:
     """Grade the case in a workspace of its own (asked for here, not as a parameter: a
-    verdict the store holds needs none)."""
+    verdict the store holds needs none), with its own runner where it has one."""
     session = _session(request)
     workspace: Workspace = request.getfixturevalue("codebench_workspace")
     if workspace.rejected is not None:
         return Verdict(Outcome.INVALID_SOLUTION, workspace.rejected)
-    runner: Runner = request.getfixturevalue("codebench_runner")
+    runner: Runner = own or request.getfixturevalue("codebench_runner")
     grading = Grading(session.context, case, workspace.path, runner)
     exposure = _exposure(request)
     exposure.grading = grading

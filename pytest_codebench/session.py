@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from .benchmark import Benchmark
+from .case_images import ignored_line
 from .context import HOSTS_KEY, PRUNED_KEY, RunContext
 from .grading import EXPOSURE_KEY, VERDICT_KEY, Exposure
 from .items import CodebenchItem, DatasetFile, place_skip
@@ -57,7 +58,9 @@ class CodebenchSession:
         self.models: dict[str, ModelSummary] = {}
         self.is_worker = hasattr(config, "workerinput")
         #: Verdicts from the store and from duplicates (its run identity asked on first use).
-        self.reuse = Reuse(benchmark, lambda: run_identity(benchmark, self.runner, self.runner_class.options))
+        self.reuse = Reuse(
+            benchmark, lambda runner: run_identity(benchmark, runner or self.runner, self.runner_class.options)
+        )
 
     @functools.cached_property
     def runner_class(self) -> type[Runner]:
@@ -241,6 +244,9 @@ class CodebenchSession:
                 write("fail-under NOT met because " + "; and ".join(gate[1]))
         for line in reuse_lines(self.results, self.reuse):
             write(line)
+        ignored = ignored_line(self.context)
+        if ignored:
+            write(ignored)
         write(f"logs: {self.context.run_dir / 'logs'}")
         for line in self.benchmark.outputs:
             write(line)

@@ -66,6 +66,11 @@ def scrub_env(environ: Mapping[str, str], allowed: re.Pattern[str] | None = None
     return {name: value for name, value in environ.items() if allowed.match(name) and not SECRET.search(name)}
 
 
+class ImageUnavailable(HarnessError):
+    """The image a case names is not on the engine and cannot be had: harness trouble, the
+    case skipped (excused), never its model's failure."""
+
+
 @dataclasses.dataclass(frozen=True)
 class RunResult:
     """What one command did. ``exit_code`` is None when it was killed for running too long."""
@@ -173,6 +178,10 @@ class Runner(abc.ABC):
     #: Whether commands run with this machine's own programs, so that one named by a path of
     #: this machine (a setting) is theirs too; a container brings its own.
     host_programs: ClassVar[bool] = False
+    #: Whether commands can run in an image a case names (:meth:`for_image`).
+    runs_images: ClassVar[bool] = False
+    #: The image a case named that this runner's commands run in (see :meth:`for_image`).
+    case_image: str | None = None
 
     def __init__(self, context: RunContext) -> None:
         self.context = context
@@ -233,6 +242,13 @@ class Runner(abc.ABC):
         """What a command's result depends on besides its inputs: the machine, and for
         container runners the image. Keys what is cached across runs (reference outcomes)."""
         return f"{self.name}@{platform.node()}"
+
+    def for_image(self, image: str) -> Runner:
+        """A runner whose commands run in ``image``, the one a case names (ComputeEval's
+        ``base_image``); raises :class:`ImageUnavailable` where it cannot be had. Runners
+        without images (:attr:`runs_images` False) ignore it: this one."""
+        del image
+        return self
 
     def missing(self, command: str) -> str | None:
         """Why commands cannot find ``command``, with the ways out, where the runner knows

@@ -19,15 +19,14 @@ deadline or whose owner is gone are removed.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import functools
 import math
 import os
 import platform
-import socket
 import threading
 import time
-from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -40,12 +39,14 @@ from ..context import RunContext
 from ..errors import HarnessError
 from ..options import BENCHMARK, ENV, Option, positive
 from . import PROVISION_SCRIPT, Gpu, GpuProbe, OutputCap, RunHow, Runner, RunResult, Toolchain, allowed_names
+from .docker_case_images import REGISTRY, find, require
 from .docker_engine import connect, engine_id
 from .docker_images import DOCKER_BASE, IMAGE, ImageChoice, ImageChooser, choose, digest, engine_error
+from .docker_streams import Waiter, feed, kill, pump
 from .docker_sweep import ENGINE_ERRORS, RUN_LABEL, container_labels, sweep_stale
+from .podman import container_limits, is_podman
 from .quota import QUOTA_OPTIONS, entries, parse_size, quota_limits, watch
 
-from .podman import container_limits, is_podman
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
@@ -86,8 +87,10 @@ class DockerRunner(Runner):
         DOCKER_PIDS,
         DOCKER_TMPFS,
         DOCKER_MAX_FILE,
+        REGISTRY,
         *QUOTA_OPTIONS,
     )
+    runs_images = True
 
     def __init__(self, context: RunContext) -> None:
         super().__init__(context)
@@ -105,20 +108,21 @@ class DockerRunner(Runner):
             "pids_limit": settings[DOCKER_PIDS],
             "tmpfs": {"/tmp": f"size={settings[DOCKER_TMPFS]},mode=1777"},
         }
+        rlimits = [Ulimit(name="fsize", soft=max_file, hard=max_file)]
         self.quota = quota_limits(settings)
         self.client = connect()
-        # This process's engine (its DOCKER_HOST): what the run decides once is decided per engine.
-        self.engine = engine_id(self.client)
-        rlimits = [Ulimit(name="fsize", soft=max_file, hard=max_file)]
-        _sweep_once(self.client, context, self.engine)
-        self.choice = _choice(self.client, context, self.engine)
         # Podman's API (podman system service) serves too, given each container's limits.
         self.podman = is_podman(self.client)
         self.limits["ulimits"] = [*rlimits, *container_limits(self.podman)]
+        # This process's engine (its DOCKER_HOST): what the run decides once is decided per engine.
+        self.engine = engine_id(self.client)
+        _sweep_once(self.client, context, self.engine)
+        self.choice = _choice(self.client, context, self.engine)
         self.image = self.choice.image
         # Host folders (a CUDA toolkit) every container sees read-only at their own path.
         self.mounts = {path: {"bind": path, "mode": "ro"} for path in self.choice.mounts}
         self._deadline_ok: set[str] = set()
+        self._views: dict[str, DockerRunner] = {}
 
     @classmethod
     def describe(cls, context: RunContext) -> dict[str, Any]:
@@ -137,6 +141,18 @@ class DockerRunner(Runner):
 
     def missing(self, command: str) -> str | None:
         return self.choice.missing.get(command)
+
+    def for_image(self, image: str) -> DockerRunner:
+        """This runner with ``image`` (found as docker_case_images says) for the run's image, and
+        none of its host folders: such an image brings its own toolkit."""
+        if image not in self._views:
+            name, image_id = require(find(self.client, self.context, self.engine, image))
+            view = copy.copy(self)
+            view.image, view.case_image, view.mounts, view._found = name, image, {}, {}
+            view.choice = ImageChoice(name, f"the problem's own image ({image})")
+            view.__dict__["_image_id"] = image_id  # the cached property, known already
+            self._views[image] = view
+        return self._views[image]
 
     def fingerprint(self) -> str:
         """The host, the engine (another DOCKER_HOST is another machine), the image by name and
@@ -185,7 +201,7 @@ class DockerRunner(Runner):
             raise engine_error(exc) from None
         try:
             # The workspace is this machine's disk: past its quota the container dies.
-            with watch(cwd, self.quota, lambda: _kill(container)) as watcher:
+            with watch(cwd, self.quota, lambda: kill(container)) as watcher:
                 result = self._run(container, command, timeout, cap, stdin)
             if watcher.exceeded is None:
                 return result
@@ -202,14 +218,14 @@ class DockerRunner(Runner):
         started = time.monotonic()
         try:
             stream = container.attach(stdout=True, stderr=True, stream=True, logs=True)
-            reader = threading.Thread(target=_pump, args=(stream, cap), daemon=True)
+            reader = threading.Thread(target=pump, args=(stream, cap), daemon=True)
             reader.start()
             # The input goes over the engine's socket straight to the command's stdin: no file
             # holds it, in the workspace or anywhere another program could read it.
             feeder = None
             if stdin is not None:
                 attached = container.attach_socket(params={"stdin": 1, "stream": 1})
-                feeder = threading.Thread(target=_feed, args=(attached, stdin), daemon=True)
+                feeder = threading.Thread(target=feed, args=(attached, stdin), daemon=True)
             container.start()
             if feeder is not None:
                 feeder.start()
@@ -222,13 +238,13 @@ class DockerRunner(Runner):
         except ENGINE_ERRORS as exc:
             raise engine_error(exc) from None
         # Our own clock: the SDK's HTTP timeout reads, over a unix socket, like a dead engine.
-        waiter = _Waiter(container)
+        waiter = Waiter(container)
         waiter.start()
         waiter.join(timeout)
         timed_out = waiter.is_alive()
         if timed_out:
             # The command's time is up: the container dies with everything in it.
-            _kill(container)
+            kill(container)
             waiter.join(30)
         if waiter.error is not None and not timed_out:
             raise engine_error(waiter.error)
@@ -304,6 +320,7 @@ class DockerRunner(Runner):
                 volumes=self.mounts,
                 network_mode="none",
                 labels=container_labels(self.run_id, PROBE_TIMEOUT + DEADLINE_SLACK),
+                ulimits=container_limits(self.podman),
             )
             try:
                 container.start()
@@ -321,7 +338,6 @@ class DockerRunner(Runner):
         for line in output.strip().splitlines():
             fields = [part.strip() for part in line.split(",")]
             if len(fields) == 3 and fields[0].isdigit():
-                ulimits=container_limits(self.podman),
                 gpus.append({"index": int(fields[0]), "name": fields[1], "compute_capability": fields[2]})
         return {"gpus": gpus} if gpus else {"error": f"no GPU visible in the container: {output.strip()[-300:]}"}
 
@@ -339,52 +355,10 @@ class DockerRunner(Runner):
             pass  # nothing can be swept from an engine that is gone
 
 
-def _pump(stream: Iterable[bytes], cap: OutputCap) -> None:
-    for chunk in stream:
-        cap.feed(chunk)
-
-
-def _feed(attached: Any, data: bytes) -> None:
-    """Write the command's input to its attached stdin, then close our side: the command reads
-    its end of the input (stdin_open without detach makes it StdinOnce)."""
-    # The SDK hands back the socket wrapped in a SocketIO for plain connections.
-    raw = getattr(attached, "_sock", attached)
-    try:
-        raw.sendall(data)
-        raw.shutdown(socket.SHUT_WR)
-    except OSError:
-        pass  # the command ended without reading all of it
-    finally:
-        attached.close()
-
-
-def _kill(container: Any) -> None:
-    try:
-        container.kill()
-    except ENGINE_ERRORS:
-        pass  # already gone, or the engine is: the waiter says which
-
-
 def _sweep_once(client: docker.DockerClient, context: RunContext, engine: str) -> None:
     """Remove what earlier runs on this engine left behind, once per run and engine, before
     anything runs."""
     context.once(f"docker-stale-sweep-{engine}", lambda: sweep_stale(client, context.run_dir.name))
-
-
-class _Waiter(threading.Thread):
-    """Waits for a container to exit, keeping its exit code or the engine's error."""
-
-    def __init__(self, container: Any) -> None:
-        super().__init__(daemon=True)
-        self.container = container
-        self.exit_code: int | None = None
-        self.error: BaseException | None = None
-
-    def run(self) -> None:
-        try:
-            self.exit_code = self.container.wait()["StatusCode"]
-        except ENGINE_ERRORS as exc:
-            self.error = exc
 
 
 def _choice(client: docker.DockerClient, context: RunContext, engine: str) -> ImageChoice:

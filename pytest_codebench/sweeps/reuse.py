@@ -94,7 +94,7 @@ class Reuse:
     """One process's side of reuse: the store's connection, the run's identity (computed on
     the first lookup), the digests of tasks seen, and the lock folder for duplicates."""
 
-    def __init__(self, benchmark: Benchmark, identity: Callable[[], RunIdentity]) -> None:
+    def __init__(self, benchmark: Benchmark, identity: Callable[[Runner | None], RunIdentity]) -> None:
         self.benchmark = benchmark
         self.mode = benchmark.settings[STORE]
         self.path = store_path(benchmark.settings[CACHE_DIR])
@@ -102,6 +102,7 @@ class Reuse:
         self.shared = benchmark.context.run_dir / "duplicates"
         self._identity = identity
         self._tasks: dict[tuple[str | None, str], str] = {}
+        self._digests_of: dict[str, str] = {}
         self._store: VerdictStore | None = None
         self._warned = False
 
@@ -130,7 +131,17 @@ class Reuse:
 
     @functools.cached_property
     def run_digest(self) -> str:
-        return self._identity().digest()
+        return self._identity(None).digest()
+
+    def _run_digest(self, runner: Runner | None) -> str:
+        """The run's digest, or the digest of a case's own runner (another image): its
+        fingerprint names the image that ran, so a verdict is reused only in that image."""
+        if runner is None:
+            return self.run_digest
+        fingerprint = runner.fingerprint()
+        if fingerprint not in self._digests_of:
+            self._digests_of[fingerprint] = self._identity(runner).digest()
+        return self._digests_of[fingerprint]
 
     # -- keys -------------------------------------------------------------------------------------
 
@@ -169,15 +180,18 @@ class Reuse:
 
     # -- serving ----------------------------------------------------------------------------------
 
-    def verdict(self, item: pytest.Item, case: Case, grade: Callable[[], Verdict]) -> tuple[Verdict, Origin | None]:
+    def verdict(
+        self, item: pytest.Item, case: Case, grade: Callable[[], Verdict], runner: Runner | None = None
+    ) -> tuple[Verdict, Origin | None]:
         """The item's verdict: from the store, from a duplicate graded in this run, or
-        ``grade()``'s (kept for the duplicates and the store where it may be)."""
+        ``grade()``'s (kept for the duplicates and the store where it may be); ``runner``: the
+        case's own, where it is not the run's."""
         shared = item.stash.get(SHARED_KEY, None)
         store = self.open()
         if store is None and shared is None:
             return grade(), None
         content = shared or self.content_key(case)
-        key = item_key(self.run_digest, content) if store is not None else content
+        key = item_key(self._run_digest(runner), content) if store is not None else content
         if store is not None and store.readable:
             # The model's verdict, else a skip this machine decided (kept under its own key).
             hit = self._lookup(store, key) or self._lookup(store, machine_key(key, self.machine))

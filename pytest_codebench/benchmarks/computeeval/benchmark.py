@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from pytest_codebench.benchmark import Benchmark, Sample
+from pytest_codebench.case_images import named_image
 from pytest_codebench.cases import Case, Dataset
 from pytest_codebench.context import RunContext, slug
 from pytest_codebench.errors import DatasetError
@@ -97,7 +98,7 @@ class ComputeEval(Benchmark):
 
     def __init__(self, context: RunContext) -> None:
         super().__init__(context)
-        self._machine: cuda.Machine | None = None
+        self._machines: dict[str, cuda.Machine] = {}
         self._system_headers: frozenset[str] | None = None
         self._profilers: dict[str, profilers.Profiler | str] = {}
 
@@ -117,8 +118,9 @@ class ComputeEval(Benchmark):
     def _case(self, problems: dict[str, Problem], sample: Sample, number: int) -> Case:
         problem = problems.get(sample.task_id)
         record = problem.record if problem else {}
-        # A broken task breaks its samples.
-        error = (problem.error if problem else None) or sample.error
+        # A broken task breaks its samples; so does an image name that is none.
+        image, bad_image = named_image(record, "base_image")
+        error = (problem.error if problem else None) or bad_image or sample.error
         # Build and test get one timeout each, for the solution and, after a failure, for the
         # problem's reference (checked once per machine); then each timed run, where perf is on.
         budget = 0.0 if error else 4 * timeout_of(record) + perf.budget(self.settings, record)
@@ -134,6 +136,7 @@ class ComputeEval(Benchmark):
             timeout=budget + waits + BACKSTOP_SLACK,
             error=error,
             line=sample.line - 1,
+            image=image,
         )
 
     # -- workspace ------------------------------------------------------------------------------
@@ -299,11 +302,13 @@ class ComputeEval(Benchmark):
     def machine(self, runner: Runner) -> cuda.Machine:
         """The toolkit and the GPUs that ``runner``'s commands get, probed once per run for
         every process of it."""
-        if self._machine is None:
-            self._machine = cast(
-                cuda.Machine, self.context.once(MACHINE_KEY, lambda: cuda.probe_machine(self.context, runner))
+        # A problem's own image (base_image) is another machine: its toolkit, its libraries.
+        key = f"{MACHINE_KEY}-{slug(runner.case_image)}" if runner.case_image else MACHINE_KEY
+        if key not in self._machines:
+            self._machines[key] = cast(
+                cuda.Machine, self.context.once(key, lambda: cuda.probe_machine(self.context, runner))
             )
-        return self._machine
+        return self._machines[key]
 
     def answer(self, case: Case) -> Any:
         """The solution's files in order (never its metadata): what the verdict store keys."""
@@ -332,11 +337,12 @@ class ComputeEval(Benchmark):
         if "error" in self.machine(runner)["toolkit"]:
             return set()
         workdir = self.context.run_dir / "probe"
+        image = f"@{slug(runner.case_image)}" if runner.case_image else ""  # a problem's own image
 
         def links(name: str) -> bool:
             return bool(
                 self.context.once(
-                    f"{LIBRARY_KEY}-{name}", lambda: name in cuda.linkable_libraries(runner, workdir, [name])
+                    f"{LIBRARY_KEY}-{name}{image}", lambda: name in cuda.linkable_libraries(runner, workdir, [name])
                 )
             )
 
