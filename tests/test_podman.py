@@ -24,6 +24,7 @@ from test_exploits_computeeval_pycanary import CLOSURE_FORGER, FRAME_FORGER
 from test_exploits_computeeval_pycanary import answer as python_answer
 from test_sample import EXPECTED
 
+from pytest_codebench.runners.docker_engine import engine_id
 from pytest_codebench.runners.podman import is_podman
 
 # One worker layout each: every run here builds images and starts containers by the dozen.
@@ -93,10 +94,14 @@ def in_podman(podman_socket: str, monkeypatch: pytest.MonkeyPatch) -> str:
     return podman_socket
 
 
-def test_the_service_is_podman(in_podman: str) -> None:
-    client = docker.DockerClient(base_url=in_podman, version="auto")
-    assert is_podman(client)
-    client.close()
+def test_the_service_is_podman_and_keeps_one_identity(in_podman: str) -> None:
+    """Podman's compatible API answers a new ID on every call: the runner's identity of the engine
+    (what keys the run's once-only work and the verdict store) must not follow it."""
+    clients = [docker.DockerClient(base_url=in_podman, version="auto") for _ in range(2)]
+    assert all(is_podman(client) for client in clients)
+    assert engine_id(clients[0]) == engine_id(clients[1]) == engine_id(clients[0])
+    for client in clients:
+        client.close()
 
 
 @XDIST

@@ -17,6 +17,7 @@ import docker
 
 from ..errors import HarnessError
 from .docker_sweep import ENGINE_ERRORS
+from .podman import is_podman
 
 
 def engine_address() -> str:
@@ -40,7 +41,12 @@ def engine_id(client: docker.DockerClient) -> str:
     """A short, file-name-safe identity of the engine ``client`` talks to: its own ID (the same
     over every address that reaches it), else its address."""
     try:
-        ident = str(client.info().get("ID") or "")
+        info = client.info()
     except ENGINE_ERRORS as exc:
         raise HarnessError(f"the Docker engine at {engine_address()} failed: {exc}") from None
+    ident = str(info.get("ID") or "")
+    if is_podman(client):
+        # Podman's compatible API answers a new random ID on every call: its host and store
+        # are what stay the same (else each process of a run would see another engine).
+        ident = f"podman {info.get('Name')} {info.get('DockerRootDir')}"
     return hashlib.sha256((ident or client.api.base_url).encode()).hexdigest()[:12]
