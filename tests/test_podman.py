@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import time
 from collections.abc import Iterator
+from types import SimpleNamespace
 
 import docker
 import packs
@@ -24,8 +25,9 @@ from test_exploits_computeeval_pycanary import CLOSURE_FORGER, FRAME_FORGER
 from test_exploits_computeeval_pycanary import answer as python_answer
 from test_sample import EXPECTED
 
+from pytest_codebench.runners.docker import DockerRunner
 from pytest_codebench.runners.docker_engine import engine_id
-from pytest_codebench.runners.podman import is_podman
+from pytest_codebench.runners.podman import is_podman, is_rootless
 
 # One worker layout each: every run here builds images and starts containers by the dozen.
 XDIST = pytest.mark.parametrize("xdist_args", [["-n", "2"]], ids=["xdist"])
@@ -153,3 +155,24 @@ def test_podman_grades_the_bundled_sample_as_docker_does(pytester, codebench, in
     assert {name: run.outcome(name) for name in run.items} == {
         name: outcome[column] for name, outcome in EXPECTED.items() if outcome["label"] == "baseline"
     }
+
+
+class _Engine:
+    """A client whose engine answers ``info`` as given."""
+
+    def __init__(self, info: dict) -> None:
+        self._info = info
+
+    def info(self) -> dict:
+        return self._info
+
+
+def test_a_rootless_engine_runs_commands_as_the_containers_root(tmp_path):
+    """Rootless podman (and Docker) map the container's root to the calling user and every other
+    id to a subordinate one that can neither read the user's image store nor write the workspace
+    ('stat /bin/sh: permission denied'): there the container's user is root, without capabilities."""
+    assert is_rootless(_Engine({"Rootless": True}))  # podman's compatible API
+    assert is_rootless(_Engine({"SecurityOptions": ["name=seccomp,profile=default", "name=rootless"]}))  # Docker's
+    assert not is_rootless(_Engine({"SecurityOptions": ["name=seccomp,profile=default"]}))
+    assert DockerRunner._user(SimpleNamespace(rootless=True), tmp_path, []) == "0:0"
+    assert DockerRunner._user(SimpleNamespace(rootless=False), tmp_path, []) != "0:0"

@@ -44,7 +44,7 @@ from .docker_engine import connect, engine_id
 from .docker_images import DOCKER_BASE, IMAGE, ImageChoice, ImageChooser, choose, digest, engine_error
 from .docker_streams import Waiter, feed, kill, pump
 from .docker_sweep import ENGINE_ERRORS, RUN_LABEL, container_labels, sweep_stale
-from .podman import container_limits, is_podman
+from .podman import container_limits, is_podman, is_rootless
 from .quota import QUOTA_OPTIONS, entries, parse_size, quota_limits, watch
 
 if TYPE_CHECKING:
@@ -113,6 +113,7 @@ class DockerRunner(Runner):
         self.client = connect()
         # Podman's API (podman system service) serves too, given each container's limits.
         self.podman = is_podman(self.client)
+        self.rootless = is_rootless(self.client)
         self.limits["ulimits"] = [*rlimits, *container_limits(self.podman)]
         # This process's engine (its DOCKER_HOST): what the run decides once is decided per engine.
         self.engine = engine_id(self.client)
@@ -259,11 +260,13 @@ class DockerRunner(Runner):
             dropped_bytes=cap.dropped,
         )
 
-    @staticmethod
-    def _user(workspace: Path, writable: list[Path]) -> str:
+    def _user(self, workspace: Path, writable: list[Path]) -> str:
         """Never root in the container: the caller's own ids, or nobody's when the caller is
         root, the workspace (and writable shared folders) then handed over to nobody so that
-        the command can write in them."""
+        the command can write in them. A rootless engine maps the container's root, without
+        capabilities, to the caller, and any other id to one that owns nothing here."""
+        if self.rootless:
+            return "0:0"
         if os.getuid() != 0:
             return f"{os.getuid()}:{os.getgid()}"
         for folder in (workspace, *writable):

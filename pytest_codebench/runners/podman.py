@@ -33,6 +33,16 @@ def is_podman(client: docker.DockerClient) -> bool:
     return any("podman" in str(component.get("Name", "")).lower() for component in components)
 
 
+def is_rootless(client: docker.DockerClient) -> bool:
+    """Whether the engine runs as an ordinary user (rootless podman or Docker), where a
+    container's root is that user on this machine and every other id one of its subordinate ids."""
+    try:
+        info = client.info()
+    except ENGINE_ERRORS:
+        return False  # the next call to the engine says what is wrong with it
+    return bool(info.get("Rootless")) or any("name=rootless" in str(o) for o in info.get("SecurityOptions") or ())
+
+
 def container_limits(podman: bool) -> list[Ulimit]:
     """The limits every container gets on this engine: none of its own under Docker; under
     podman, this process's own hard limits, capped at :data:`CEILINGS`."""
