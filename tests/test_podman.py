@@ -29,6 +29,8 @@ from pytest_codebench.runners.docker import DockerRunner
 from pytest_codebench.runners.docker_engine import engine_id
 from pytest_codebench.runners.podman import is_podman, is_rootless
 
+# The base image has no compiler: the build says where it ran, and fails.
+IMAGE_BUILD = 'test -x /usr/bin/timeout && ! command -v cc && echo "in the problem\'s image"; exit 1'
 # One worker layout each: every run here builds images and starts containers by the dozen.
 XDIST = pytest.mark.parametrize("xdist_args", [["-n", "2"]], ids=["xdist"])
 
@@ -108,7 +110,7 @@ def test_the_service_is_podman_and_keeps_one_identity(in_podman: str) -> None:
 
 @XDIST
 def test_podman_grades_and_catches_forgers_as_docker_does(pytester, codebench, in_podman):
-    """test_docker's graded answers and the canary's C and Python forgers, in one run."""
+    """test_docker's graded answers, the canary's C and Python forgers and a problem's own image, in one run."""
     python = {**python_problem("P/1"), "test_command": "PYTHONPATH=. python3 test_add.py"}
     problems = [
         packs.problem("T/1"),
@@ -116,6 +118,8 @@ def test_podman_grades_and_catches_forgers_as_docker_does(pytester, codebench, i
         problem("F/1", "cc"),
         problem("F/2", "cc", EXIT_TEST),
         python,
+        # A problem's own image, by the short name podman's store knows as localhost/...
+        packs.problem("I/1", base_image=packs.DOCKER_BASE, build_command=IMAGE_BUILD, baseline_solution=None),
     ]
     solutions = [
         packs.solution("T/1", packs.RIGHT),
@@ -128,6 +132,7 @@ def test_podman_grades_and_catches_forgers_as_docker_does(pytester, codebench, i
         answer("F/2", "cc", HONEST),
         python_answer(FRAME_FORGER),
         python_answer(CLOSURE_FORGER),
+        packs.solution("I/1"),
     ]
     run = codebench(*dataset(pytester, *problems, solutions=solutions), FORCE, *DOCKER)
     assert categories(run) == {
@@ -141,7 +146,9 @@ def test_podman_grades_and_catches_forgers_as_docker_does(pytester, codebench, i
         "F/2[1]": "passed",
         "P/1[0]": "tampered",
         "P/1[1]": "tampered",
+        "I/1[0]": "build_error",
     }
+    assert "in the problem's image" in run.items["I/1[0]"]["message"]
     for name in ("F/1[0]", "F/2[0]"):
         assert "[tampered] the canary run ended with status 0" in run.items[name]["message"]
     assert "codebench: runner docker" in run.output
