@@ -99,7 +99,7 @@ class ComputeEval(Benchmark):
     def __init__(self, context: RunContext) -> None:
         super().__init__(context)
         self._machines: dict[str, cuda.Machine] = {}
-        self._system_headers: frozenset[str] | None = None
+        self._system_headers: dict[str | None, frozenset[str]] = {}
         self._profilers: dict[str, profilers.Profiler | str] = {}
 
     # -- loading --------------------------------------------------------------------------------
@@ -196,9 +196,10 @@ class ComputeEval(Benchmark):
         record = grading.case.record
         problem = [normalise(f["path"]) for f in [*(record.get("context_files") or ()), *record["test_files"]]]
         paths = [normalise(f["path"]) for f in (grading.case.solution or {}).get("files", [])]
-        if self._system_headers is None:
-            self._system_headers = system_headers(self.context, grading.runner)
-        return shadowed_header(paths, self._system_headers, problem)
+        image = grading.runner.case_image
+        if image not in self._system_headers:
+            self._system_headers[image] = system_headers(self.context, grading.runner)
+        return shadowed_header(paths, self._system_headers[image], problem)
 
     def _build_and_test(self, grading: Grading, built: Path | None = None) -> Verdict:
         """Build, check the link (link), then test where a GPU allows; the built

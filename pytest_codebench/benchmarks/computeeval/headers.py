@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pytest_codebench.context import RunContext
+from pytest_codebench.context import RunContext, slug
 from pytest_codebench.runners import Runner
 
 ONCE_KEY = "computeeval-system-headers"
@@ -33,15 +33,18 @@ def system_headers(context: RunContext, runner: Runner) -> frozenset[str]:
     """The header names commands find in system and toolkit folders; empty when the machine
     has no compiler to ask (then there is nothing a solution file could shadow either)."""
 
+    # A problem's own image (base_image) has headers of its own.
+    suffix = f"-{slug(runner.case_image)}" if runner.case_image else ""
+
     def compute() -> list[str]:
-        workdir = context.run_dir / "probe" / "headers"
+        workdir = context.run_dir / "probe" / f"headers{suffix}"
         workdir.mkdir(parents=True, exist_ok=True)
         listing = workdir / LISTING
         listing.unlink(missing_ok=True)
         runner.run(_LIST.replace("{listing}", LISTING), cwd=workdir, timeout=120)
         return _read(listing)
 
-    return frozenset(context.once(ONCE_KEY, compute))
+    return frozenset(context.once(ONCE_KEY + suffix, compute))
 
 
 def _read(listing: Path) -> list[str]:

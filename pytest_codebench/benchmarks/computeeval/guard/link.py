@@ -51,8 +51,11 @@ def exports(context: RunContext, runner: Runner, soname: str) -> frozenset[str]:
     """The names the library ``soname`` exports where ``runner``'s commands run (empty when it
     is not found there: the program then does not start). HarnessError when it cannot tell."""
 
+    # One folder per runner and library: two images (a problem's own) are probed apart.
+    key = hashlib.sha256(f"{runner.fingerprint()}\0{soname}".encode()).hexdigest()[:16]
+
     def compute() -> list[str] | str:
-        folder = context.run_dir / "probe" / "exports" / hashlib.sha256(soname.encode()).hexdigest()[:16]
+        folder = context.run_dir / "probe" / "exports" / key
         folder.mkdir(parents=True, exist_ok=True)
         (folder / EXPORTS).unlink(missing_ok=True)
         script = _PROBE.format(soname=shlex.quote(soname), exports=EXPORTS)
@@ -63,7 +66,6 @@ def exports(context: RunContext, runner: Runner, soname: str) -> frozenset[str]:
         lines = listed.read_text(errors="replace").splitlines()
         return sorted({line.split()[0].split("@", 1)[0] for line in lines if line.strip()})
 
-    key = hashlib.sha256(f"{runner.fingerprint()}\0{soname}".encode()).hexdigest()[:16]
     found: list[str] | str = context.once(f"{ONCE_KEY}-{key}", compute)
     if isinstance(found, str):
         raise HarnessError(found)
