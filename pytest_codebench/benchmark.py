@@ -113,6 +113,10 @@ class Benchmark(abc.ABC):
         path None, where it names none). Raises ValueError for two sets of one name."""
         return find_sets(self.settings[SOLUTIONS], self.solution_suffixes)
 
+    def reads_folder(self, path: Path) -> bool:
+        """Whether the folder ``path`` is a dataset this benchmark reads (else it is refused)."""
+        return False
+
     @abc.abstractmethod
     def load(self) -> Dataset:
         """Read and validate the dataset and the solutions the settings name.

@@ -99,7 +99,8 @@ def pytest_configure(config: pytest.Config) -> None:
     validate_fail_under(settings[FAIL_UNDER], models, benchmark.score_names(), settings.where(FAIL_UNDER))
     if not dataset_path.exists():
         raise pytest.UsageError(f"--codebench-dataset: {dataset_path} does not exist")
-    if dataset_path.is_dir():  # pytest would collect nothing from it, silently
+    # pytest would collect nothing from a folder, silently, unless the benchmark reads it
+    if dataset_path.is_dir() and not benchmark.reads_folder(dataset_path):
         raise pytest.UsageError(
             f"--codebench-dataset: {dataset_path} is a directory; give the {name} dataset file in it"
         )

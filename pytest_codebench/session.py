@@ -94,6 +94,12 @@ class CodebenchSession:
             return DatasetFile.from_parent(parent, path=file_path, benchmark=self.benchmark)
         return None
 
+    def pytest_collect_directory(self, path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+        """A dataset that is a folder (a tree of problem folders) is collected as one dataset."""
+        if path == self.dataset_path:
+            return DatasetFile.from_parent(parent, path=path, benchmark=self.benchmark)
+        return None
+
     @functools.cached_property
     def runner_info(self) -> dict[str, Any]:
         """What the runner says its commands execute in (a container image, and why)."""

@@ -25,7 +25,7 @@ from pytest_codebench.gpu import cuda
 from pytest_codebench.gpu.scheduler import GpuScheduler, parse_slots
 from pytest_codebench.grading import Grading, Step
 from pytest_codebench.once import SlotPool
-from pytest_codebench.options import BUILD_JOBS, CACHE_DIR, KEEP_WORKSPACES, Option, bool_option, text_option
+from pytest_codebench.options import BUILD_JOBS, CACHE_DIR, DATASET, KEEP_WORKSPACES, Option, bool_option, text_option
 from pytest_codebench.reports.comparison import Row
 from pytest_codebench.reports.reporting import ItemResult, Summary
 from pytest_codebench.runners import Gpu, GpuProbe, Runner
@@ -33,12 +33,12 @@ from pytest_codebench.verdict import Outcome, Status, Verdict
 from pytest_codebench.workspace.cleanup import remove_tree
 from pytest_codebench.workspace.files import UnsafePath, guarded_paths, normalise, write_file
 
-from ..records import sha256_file
+from . import validation
 from .graded import write_graded_solutions
 from .guard import canary, link, main_guard, pycanary
 from .headers import system_headers
-from .loading import releases
-from .loading.datapacks import in_file_order, read_problems, swept_cases
+from .loading import releases, specs
+from .loading.datapacks import in_file_order, swept_cases
 from .loading.records import Problem, solution_files, timeout_of
 from .perf import bench, profilers
 from .perf import phase as perf
@@ -93,8 +93,9 @@ GRADED_SOLUTIONS = text_option(
 class ComputeEval(Benchmark):
     name = "computeeval"
     solution_keywords = ("baseline",)
+    reads_folder = staticmethod(specs.is_tree)  # a tree of problem-spec folders
     default_dataset = "computeeval/sample-problems.tar.gz"
-    options = (RUN_WITHOUT_GPU, GPU_SHARE, GPU_SLOTS, GRADED_SOLUTIONS, *PERF_OPTIONS)
+    options = (RUN_WITHOUT_GPU, GPU_SHARE, GPU_SLOTS, GRADED_SOLUTIONS, validation.VALIDATE, *PERF_OPTIONS)
 
     def __init__(self, context: RunContext) -> None:
         super().__init__(context)
@@ -107,13 +108,16 @@ class ComputeEval(Benchmark):
     def dataset_path(self) -> Path:
         """A release name (``2026-1``) resolves to NVIDIA's datapack; see releases."""
         release = releases.resolve_setting(self.context)
-        return release.path if release else super().dataset_path()
+        tree = None if release or self.settings[DATASET] else specs.tree_argument(self.context.config)
+        return release.path if release else tree or super().dataset_path()
 
     def load(self) -> Dataset:
         path = self.dataset_path()
-        problems, release, broken = read_problems(path)
-        made = swept_cases(problems, self.solution_sets, lambda sample, number: self._case(problems, sample, number))
-        return Dataset(str(path), sha256_file(path), release, in_file_order(broken, made, problems))
+        problems, release, broken, digest = specs.read_dataset(path)
+        make = functools.partial(self._case, problems)
+        validating = self.settings[validation.VALIDATE]
+        made = validation.cases(problems, make) if validating else swept_cases(problems, self.solution_sets, make)
+        return Dataset(str(path), digest, release, in_file_order(broken, made, problems))
 
     def _case(self, problems: dict[str, Problem], sample: Sample, number: int) -> Case:
         problem = problems.get(sample.task_id)
@@ -181,6 +185,11 @@ class ComputeEval(Benchmark):
         unmet = unmet_requirement(case.record, self.machine(runner), self._linkable(runner, case.record))
         if unmet is not None:
             return grading.verdict(Outcome.SKIPPED, unmet, excused=True)
+        if self.settings[validation.VALIDATE]:  # the author's check of the reference (see validation)
+            with perf.snapshots(grading) as built:
+                timed = functools.partial(perf.measure, grading, self._perf_host(runner), built) if built else None
+                own, other = functools.partial(self._build_and_test, grading, built), self._run_reference
+                return validation.check(grading, validation.Runs(own, functools.partial(other, grading), timed))
         with perf.snapshots(grading) as built:
             verdict = self._build_and_test(grading, built)
             if verdict.outcome.status is Status.FAILED or SKIP_KIND in verdict.figures:
@@ -259,18 +268,16 @@ class ComputeEval(Benchmark):
             return verdict
         return grading.conclude(cannot)
 
-    def _run_reference(self, grading: Grading, baseline: dict[str, Any]) -> Verdict:
+    def _run_reference(self, grading: Grading, baseline: dict[str, Any], prefix: str = "reference-") -> Verdict:
         reference = dataclasses.replace(grading.case, solution=baseline)
-        workspace = self.context.run_dir / "work" / f"{slug(reference.id)}-reference"
+        workspace = self.context.run_dir / "work" / f"{slug(reference.id)}-{prefix.rstrip('-')}"
         shutil.rmtree(workspace, ignore_errors=True)
         workspace.mkdir(parents=True)
         try:
             rejected = self.prepare(reference, workspace)
             if rejected is not None:
                 return Verdict(Outcome.INVALID_SOLUTION, f"the reference's {rejected}")
-            return self._build_and_test(
-                Grading(self.context, reference, workspace, grading.runner, prefix="reference-")
-            )
+            return self._build_and_test(Grading(self.context, reference, workspace, grading.runner, prefix=prefix))
         finally:
             if not self.settings[KEEP_WORKSPACES]:
                 shutil.rmtree(workspace, ignore_errors=True)

@@ -1,0 +1,164 @@
+"""NVIDIA's authoring format (problem-spec trees) and the author's check (--codebench-validate),
+on a tree of our own: host-only C problems (cc builds them, --codebench-run-without-gpu runs
+them) with the defects authors plant by mistake."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pytest_codebench.benchmarks.computeeval.loading.specs import read_tree
+from pytest_codebench.benchmarks.computeeval.stubs import empty_c_bodies, stub_file
+
+FORCE = "--codebench-run-without-gpu"
+HEADER = "void add(int a, int b, int *out);\n"
+TEST = """#include <stdio.h>
+#include "add.h"
+int main(void) {
+    int out = 0;
+    add(2, 3, &out);
+    if (out != 5) { printf("add(2, 3) gave %d, expected 5\\n", out); return 1; }
+    puts("ok");
+    return 0;
+}
+"""
+# Calls the solution and never looks at what it did: any stub passes.
+VACUOUS = '#include <stdio.h>\n#include "add.h"\nint main(void) { int out; add(2, 3, &out); puts("ok"); return 0; }\n'
+RIGHT = '#include "add.h"\nvoid add(int a, int b, int *out) { *out = a + b; }\n'
+WRONG = '#include "add.h"\nvoid add(int a, int b, int *out) { *out = a - b; }\n'
+# Passes where it first runs and fails in any other workspace: flaky as a test that depends on
+# where it runs (the reference's second run is in a workspace of its own).
+FLAKY = 'case "$PWD" in *-again) echo "fails on this run"; exit 1;; esac; ./test.out'
+
+
+def spec(task_id: str, **fields: object) -> str:
+    values: dict[str, object] = {
+        "task_id": task_id,
+        "date": "2026-11-26",
+        "problem_type": "cuda_cpp",
+        "group": "cuda-kernels",
+        "prompt": "Implement add().",
+        "build_command": "cc -I include -o test.out solution.c test/test_main.c",
+        "test_command": "./test.out",
+        "timeout_seconds": 30,
+        "metadata": {"difficulty": "easy"},
+    }
+    values.update(fields)
+    return "".join(f"{name}: {json.dumps(value)}\n" for name, value in values.items())
+
+
+def problem(root: Path, task_id: str, *, text: str | None = None, test: str = TEST, solution: str = RIGHT) -> Path:
+    folder = root / task_id.replace("/", "-")
+    for path, content in {
+        "problem-spec.yaml": text if text is not None else spec(task_id),
+        "context/include/add.h": HEADER,
+        "test/test/test_main.c": test,
+        "solution/solution.c": solution,
+    }.items():
+        (folder / path).parent.mkdir(parents=True, exist_ok=True)
+        (folder / path).write_text(content)
+    return folder
+
+
+def test_a_tree_reads_into_problem_records_with_their_references(tmp_path):
+    problem(tmp_path / "kernels" / "deep", "T/files")
+    patched = problem(tmp_path, "T/patch")
+    (patched / "solution" / "solution.c").unlink()
+    (patched / "solution" / "fix.patch").write_text("--- a/x\n+++ b/x\n")
+    problems, broken = read_tree(tmp_path)
+    assert broken == [] and list(problems) == ["T/patch", "T/files"]
+    record = problems["T/files"].record
+    assert problems["T/files"].error is None
+    assert record["type"] == "cuda_cpp" and "problem_type" not in record
+    assert record["context_files"] == [{"path": "include/add.h", "content": HEADER}]
+    assert record["test_files"] == [{"path": "test/test_main.c", "content": TEST}]
+    assert record["baseline_solution"]["files"] == [{"path": "solution.c", "content": RIGHT}]
+    assert problems["T/patch"].record["baseline_solution"] == {
+        "type": "patch",
+        "task_id": "T/patch",
+        "patch": "--- a/x\n+++ b/x\n",
+    }
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "field", "words"),
+    [
+        (spec("T/x") + "timout_seconds: 5\n", 10, "timout_seconds", "unknown field"),
+        (spec("T/x", timeout_seconds="thirty"), 8, "timeout_seconds", "expected a number, got 'thirty'"),
+        (spec("T/x", group="cuda-magic"), 4, "group", "'cuda-magic' is not one of"),
+        (spec("T/x", problem_type="cuda_fortran"), 3, "problem_type", "is not one of cuda_cpp, cuda_python"),
+        (spec("T/y"), 1, "task_id", "does not match its folder 'T-x'"),
+        (spec("T/x").replace('"2026-11-26"', "2026-11-26"), 2, "date", "(quote it)"),
+        (spec("T/x") + "group: cccl\n", 10, "group", "given twice (first on line 4)"),
+    ],
+)
+def test_each_spec_defect_is_one_error_naming_file_line_and_field(tmp_path, text, line, field, words):
+    folder = problem(tmp_path, "T/x", text=text)
+    problem(tmp_path, "T/z")
+    problems, broken = read_tree(tmp_path)
+    errors = [each.error for each in problems.values() if each.error] + [case.error for case in broken]
+    assert len(errors) == 1  # one error, and the others still grade
+    error = errors[0]
+    assert error is not None and error.startswith(f"{folder / 'problem-spec.yaml'}:{line}: field {field!r}: ")
+    assert words in error
+
+
+def test_a_solution_folder_with_a_patch_and_files_is_refused(tmp_path):
+    folder = problem(tmp_path, "T/x")
+    (folder / "solution" / "fix.diff").write_text("")
+    problems, _ = read_tree(tmp_path)
+    assert problems["T/x"].error == (
+        f"{folder / 'solution'}: holds fix.diff, solution.c: give either exactly one .patch/.diff "
+        "and nothing else, or files without one"
+    )
+
+
+def test_a_stub_empties_function_bodies_and_keeps_everything_else():
+    source = (
+        '#include "a.h"\n// a { in a comment\nnamespace n { int y = 1; }\n'
+        "struct S { int f() const { return 1; } };\n"
+        "__global__ void k(float* a) __launch_bounds__(256) { if (1) { a[0] = 1; } }\n"
+        'const char* s = "}{";\n#define M(x) { x }\n'
+    )
+    assert empty_c_bodies(source) == (
+        '#include "a.h"\n// a { in a comment\nnamespace n { int y = 1; }\n'
+        "struct S { int f() const { } };\n"
+        "__global__ void k(float* a) __launch_bounds__(256) { }\n"
+        'const char* s = "}{";\n#define M(x) { x }\n'
+    )
+    assert stub_file("k.py", "def f(x):\n    return x + 1\n") == "def f(x):\n    pass\n"
+    assert stub_file("build.sh", "make\n") == "make\n"
+
+
+def test_a_tree_given_as_the_argument_grades_its_references(pytester, codebench):
+    root = pytester.path / "problems"
+    problem(root / "group", "T/right")
+    problem(root, "T/typo", text=spec("T/typo") + "timout_seconds: 5\n")
+    run = codebench("--codebench-solutions", "baseline", FORCE, "problems")
+    run.result.assert_outcomes(passed=1, errors=1)
+    assert run.outcome("T/right[0]") == "passed"
+    assert "problem-spec.yaml:10: field 'timout_seconds': unknown field" in run.items["T/typo[0]"]["message"]
+    named = codebench("--codebench-solutions", "baseline", FORCE, "--codebench-dataset", "problems")
+    named.result.assert_outcomes(passed=1, errors=1)
+
+
+def test_the_authors_check_finds_each_planted_defect(pytester, codebench):
+    root = pytester.path / "problems"
+    problem(root, "T/honest")
+    problem(root, "T/vacuous", test=VACUOUS)
+    problem(root, "T/flaky", text=spec("T/flaky", test_command=FLAKY))
+    problem(root, "T/wrongref", solution=WRONG)
+    problem(root, "T/typo", text=spec("T/typo", timeout_seconds="thirty"))
+    run = codebench("--codebench-validate", FORCE, "problems")
+    run.result.assert_outcomes(passed=1, failed=3, errors=1)
+    assert run.outcome("T/honest[validate]") == "passed"
+    assert run.outcome("T/vacuous[validate]") == "vacuous_tests"
+    assert "the stub passes, so the test proves nothing" in run.items["T/vacuous[validate]"]["message"]
+    flaky = run.items["T/flaky[validate]"]["message"]
+    assert "two runs of the reference disagree: first passed, then [test_failed]" in flaky
+    assert "fails on this run" in flaky
+    wrong = run.items["T/wrongref[validate]"]["message"]
+    assert "the reference fails: [test_failed]" in wrong and "add(2, 3) gave -1, expected 5" in wrong
+    assert "problem-spec.yaml:8: field 'timeout_seconds'" in run.items["T/typo[validate]"]["message"]
