@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 import docker
 import docker.errors
+import requests.exceptions
 from docker.utils import parse_repository_tag
 from filelock import FileLock
 
@@ -249,21 +250,26 @@ class ImageChooser:
         return LOCAL_BASE, local, why
 
     def has(self, image: str, command: str) -> bool:
+        """Whether ``command`` is on the image's PATH. Its exit status is waited for, never its
+        output followed: podman's compatible API may never end the log stream of a container that
+        exited before the stream began (containers.run hung there until pytest-timeout)."""
         try:
-            self.client.containers.run(
+            container = self.client.containers.create(
                 image,
                 ["/bin/sh", "-c", f"command -v {command}"],
-                remove=True,
                 network_mode="none",
                 # Labelled as the runner's own: a concurrent run's sweep leaves it alone.
                 labels={**self.labels, **lifetime_labels(HAS_BUDGET)},
                 ulimits=container_limits(is_podman(self.client)),
             )
-        except docker.errors.ContainerError:
-            return False
-        except ENGINE_ERRORS as exc:
+            try:
+                container.start()
+                status = container.wait(timeout=HAS_BUDGET)["StatusCode"]
+            finally:
+                container.remove(force=True)
+        except (*ENGINE_ERRORS, requests.exceptions.RequestException) as exc:
             raise engine_error(exc) from None
-        return True
+        return bool(status == 0)
 
     def with_host_toolkit(self, image: str, need: str, toolkit: HostToolkit) -> str:
         """An image FROM ``image`` whose PATH and LD_LIBRARY_PATH reach the toolkit's mount."""
