@@ -11,6 +11,8 @@ import pytest
 
 from pytest_codebench.benchmarks.computeeval.loading.specs import read_tree
 from pytest_codebench.benchmarks.computeeval.stubs import empty_c_bodies, stub_file
+from pytest_codebench.benchmarks.computeeval.validation import Runs, speed
+from pytest_codebench.verdict import Outcome, Verdict
 
 FORCE = "--codebench-run-without-gpu"
 HEADER = "void add(int a, int b, int *out);\n"
@@ -154,6 +156,10 @@ def test_the_authors_check_finds_each_planted_defect(pytester, codebench):
     run = codebench("--codebench-validate", FORCE, "problems")
     run.result.assert_outcomes(passed=1, failed=3, errors=1)
     assert run.outcome("T/honest[validate]") == "passed"
+    honest = run.items["T/honest[validate]"]["properties"]
+    assert honest["validate_stub"] == "test_failed" and honest["validate_again"] == "passed"
+    # No GPU here and no --codebench-perf: the speed check is skipped, never failed.
+    assert honest["validate_speed"] == "not checked (needs --codebench-perf and a benchmark_command)"
     assert run.outcome("T/vacuous[validate]") == "vacuous_tests"
     assert "the stub passes, so the test proves nothing" in run.items["T/vacuous[validate]"]["message"]
     flaky = run.items["T/flaky[validate]"]["message"]
@@ -162,3 +168,23 @@ def test_the_authors_check_finds_each_planted_defect(pytester, codebench):
     wrong = run.items["T/wrongref[validate]"]["message"]
     assert "the reference fails: [test_failed]" in wrong and "add(2, 3) gave -1, expected 5" in wrong
     assert "problem-spec.yaml:8: field 'timeout_seconds'" in run.items["T/typo[validate]"]["message"]
+
+
+@pytest.mark.parametrize(
+    ("figures", "defect", "found"),
+    [
+        ({"speedup": 1.01, "speedup_low": 0.97, "speedup_high": 1.04}, None, "1.010x [0.970, 1.040], within the noise"),
+        (
+            {"speedup": 1.3, "speedup_low": 1.2, "speedup_high": 1.4},
+            "outside the noise floor: speed cannot be told here",
+            "1.300x [1.200, 1.400]",
+        ),
+        ({"perf_skipped": "no usable CUDA GPU"}, None, "skipped: no usable CUDA GPU"),
+        ({"perf_failed": "exit code 2"}, "the reference's benchmark fails: exit code 2", "exit code 2"),
+    ],
+)
+def test_the_speed_check_fails_only_a_self_speedup_outside_the_noise(figures, defect, found):
+    runs = Runs(lambda: Verdict(Outcome.PASSED), lambda solution, prefix: Verdict(Outcome.PASSED), lambda: figures)
+    why, report = speed(runs)
+    assert (why is None) == (defect is None) and (defect is None or defect in why)
+    assert report.endswith(found)

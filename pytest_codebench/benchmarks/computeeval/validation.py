@@ -85,9 +85,9 @@ def check(grading: Grading, runs: Runs) -> Verdict:
     if second.outcome.status is Status.SKIPPED:
         notes.append(f"second run skipped: {second.reason}")
     if not defects:
-        speed, figures["validate_speed"] = _speed(runs)
-        if speed is not None:
-            defects.append((Outcome.TEST_FAILED, speed, first))
+        slow, figures["validate_speed"] = speed(runs)
+        if slow is not None:
+            defects.append((Outcome.TEST_FAILED, slow, first))
         notes.append(f"speed: {figures['validate_speed']}")
     logs = {**stub.logs, **second.logs, **first.logs}
     if defects:
@@ -99,7 +99,7 @@ def check(grading: Grading, runs: Runs) -> Verdict:
     return dataclasses.replace(grading.conclude(verdict), logs=logs)
 
 
-def _speed(runs: Runs) -> tuple[str | None, str]:
+def speed(runs: Runs) -> tuple[str | None, str]:
     """The speed check's defect (None: none) and what it found, for the report."""
     if runs.timed is None:
         return None, "not checked (needs --codebench-perf and a benchmark_command)"

@@ -56,6 +56,7 @@ FIELDS: dict[str, tuple[type, ...]] = {
     "requires_datacenter_gpu": (bool,),
     "timing_mode": (dict,),
     "arch_list": (list,),  # cuda_cpp only
+    "schema_version": (int,),  # not in the spec's schema, but a problem record's own field
 }
 _NAMES = {str: "a string", int: "a number", float: "a number", list: "a list", dict: "a mapping", bool: "true or false"}
 
@@ -71,7 +72,7 @@ def read_dataset(path: Path) -> tuple[dict[str, Problem], str | None, list[Case]
 
 
 def is_tree(path: Path) -> bool:
-    """Whether ``path`` is a folder holding a problem folder (or being one)."""
+    """Whether ``path`` is a folder holding a problem folder."""
     return path.is_dir() and next(problem_folders(path), None) is not None
 
 
@@ -88,11 +89,9 @@ def tree_argument(config: pytest.Config) -> Path | None:
 
 
 def problem_folders(root: Path) -> Iterator[Path]:
-    """Every problem folder under ``root`` (itself, when it is one), depth first in name order
-    (as NVIDIA's loader)."""
-    if (root / SPEC).is_file():
-        yield root
-        return
+    """Every problem folder under ``root``, depth first in name order (as NVIDIA's loader).
+    ``root`` itself is never one: pytest imports the conftest.py of a folder given as its
+    argument and of its ``test*`` folders, where a Python problem keeps its tests."""
     for folder in sorted(p for p in root.iterdir() if p.is_dir()):
         if (folder / SPEC).is_file():
             yield folder
@@ -107,7 +106,7 @@ def read_tree(root: Path) -> tuple[dict[str, Problem], list[Case]]:
     folders: dict[str, str] = {}
     broken: list[Case] = []
     for number, folder in enumerate(problem_folders(root), start=1):
-        name = folder.relative_to(root).as_posix() if folder != root else folder.name
+        name = folder.relative_to(root).as_posix()
         record, error = read_problem(folder)
         task_id = record.get("task_id")
         if isinstance(task_id, str) and task_id in problems:
