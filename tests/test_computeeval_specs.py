@@ -153,8 +153,16 @@ def test_the_authors_check_finds_each_planted_defect(pytester, codebench):
     problem(root, "T/flaky", text=spec("T/flaky", test_command=FLAKY))
     problem(root, "T/wrongref", solution=WRONG)
     problem(root, "T/typo", text=spec("T/typo", timeout_seconds="thirty"))
+    python = spec(
+        "T/python", problem_type="cuda_python", build_command=None, test_command="PYTHONPATH=. python3 test/check.py"
+    )
+    folder = problem(root, "T/python", text=python, solution="")
+    (folder / "solution" / "solution.c").unlink()
+    (folder / "solution" / "add.py").write_text("def add(a, b):\n    return a + b\n")
+    (folder / "test" / "test" / "check.py").write_text("from add import add\nassert add(2, 3) == 5\n")
     run = codebench("--codebench-validate", FORCE, "problems")
-    run.result.assert_outcomes(passed=1, failed=3, errors=1)
+    run.result.assert_outcomes(passed=2, failed=3, errors=1)
+    assert run.items["T/python[validate]"]["properties"]["validate_stub"] == "test_failed"
     assert run.outcome("T/honest[validate]") == "passed"
     honest = run.items["T/honest[validate]"]["properties"]
     assert honest["validate_stub"] == "test_failed" and honest["validate_again"] == "passed"
