@@ -1,10 +1,14 @@
 """ComputeEval releases by name: ``--codebench-dataset 2026-1`` becomes NVIDIA's own datapack.
 
-NVIDIA ships every release inside its PyPI package ``nvidia-compute-eval``, as
-``compute_eval/releases/<name>-problems.tar.gz``. The license forbids redistributing them, so
-they are read where the user has them, in this order: an installed ``compute_eval`` package
-(located, never imported: it pulls in heavy dependencies), a wheel cached in the cache dir, or
-a wheel that pip downloads into it. The datapack used is checked against the wheel's RECORD
+NVIDIA shipped the releases up to 2026-1 inside its PyPI package ``nvidia-compute-eval`` 2026.1,
+as ``compute_eval/releases/<name>-problems.tar.gz``; since 2026.2 every release lives in the
+Hugging Face dataset (see hub). The license forbids redistributing them, so they are read where
+the user has them, in this order: an installed ``compute_eval`` package (located, never
+imported: it pulls in heavy dependencies) or a wheel cached in the cache dir, both local and
+instant; then the Hub (or, offline, the Hugging Face cache); then a wheel that pip downloads.
+The wheel goes first where it is already here so that a machine that reaches PyPI but not
+huggingface.co (CI) grades the older releases without waiting on the Hub; the header says that
+its copy may predate NVIDIA's in-place corrections. The datapack used is checked against the wheel's RECORD
 and extracted alone into the cache (the benchmark reads datapacks from a path).
 
 Cache layout under ``<cache-dir>/computeeval/``: ``wheels/*.whl`` (and ``wheels/<version>.no-releases``
@@ -36,7 +40,10 @@ from packaging.version import InvalidVersion, Version
 from pytest_codebench.errors import HarnessError
 from pytest_codebench.once import write_atomically
 from pytest_codebench.options import CACHE_DIR, DATASET
+from pytest_codebench.sweeps.verdict_keys import digest
 
+from . import hub
+from .datapacks import read_problems
 from .wheel import PACKAGE, RELEASES, Wheel, check_member, member_name, record_digest, record_entry, wheel_version
 
 if TYPE_CHECKING:
@@ -51,6 +58,7 @@ RELEASE_NAME = re.compile(r"\d{4}-\d{1,2}")
 MAX_TRIES = 5
 PIP_TIMEOUT = 900.0
 STASH_KEY = pytest.StashKey["Resolved | None"]()
+HUB = "hugging face hub"
 
 Announce = Callable[[str], None]
 
@@ -65,14 +73,20 @@ class Resolved:
     version: str | None  # of nvidia-compute-eval, when known
     origin: str | None = None  # the wheel, or the installed package's file
     wheel_sha256: str | None = None
+    revision: str | None = None  # the Hugging Face dataset's commit, for source "hugging face hub"
 
     def to_json(self) -> dict[str, Any]:
         return {"package": PACKAGE, **{k: str(v) if isinstance(v, Path) else v for k, v in vars(self).items()}}
 
     def header(self) -> str:
+        if self.source == HUB:
+            return f"codebench: ComputeEval release {self.release} from {self.origin}, revision {self.revision}"
         version = f"{PACKAGE} {self.version}" if self.version else f"{PACKAGE} (version unknown)"
         sha = f", wheel sha256 {self.wheel_sha256}" if self.wheel_sha256 else ""
-        return f"codebench: ComputeEval release {self.release} from {version} ({self.source}{sha})"
+        return (
+            f"codebench: ComputeEval release {self.release} from {version} ({self.source}{sha}); "
+            "it may predate NVIDIA's in-place corrections on the Hugging Face dataset"
+        )
 
 
 # -- pure rules ---------------------------------------------------------------------------------
@@ -260,14 +274,32 @@ def resolve(release: str, cache_dir: Path, announce: Announce) -> Resolved:
         ) from None
 
 
+def from_hub(release: str, announce: Announce) -> Resolved:
+    """The release's problems.jsonl from the Hugging Face dataset (or its cache)."""
+    announce(f"codebench: getting ComputeEval release {release} from the Hugging Face dataset {hub.REPO}")
+    found = hub.download(release)
+    return Resolved(release, found.path, HUB, None, f"{hub.REPO}:{found.filename}", revision=found.revision)
+
+
 def _resolve_locked(release: str, cache_dir: Path, root: Path, announce: Announce) -> Resolved:
     cached = cached_wheels(root)
     for wheel in cached:
         if release in wheel.releases:
             return extract(wheel, release, root, "cached wheel")
     try:
+        return from_hub(release, announce)
+    except (hub.NotOnHub, hub.Unreachable) as exc:
+        if release == hub.NEWEST:
+            raise HarnessError(f"--codebench-dataset {release}: {exc}") from None
+        unreachable = f"; nor from the Hugging Face dataset: {exc}" if isinstance(exc, hub.Unreachable) else ""
+    try:
         wheel = download(root, announce)
     except HarnessError as exc:
+        if unreachable:
+            raise HarnessError(
+                f"--codebench-dataset {release}: ComputeEval release {release!r} could not be had from "
+                f"a wheel ({exc}; {ways_out(cache_dir)}){unreachable}"
+            ) from None
         if cached:  # offline, but what is here can still say which names exist
             raise HarnessError(
                 f"--codebench-dataset: unknown ComputeEval release {release!r}: the cached {PACKAGE} "
@@ -324,7 +356,12 @@ def report_info(context: RunContext) -> dict[str, Any]:
     """The release's origin for the JSON report, when the dataset was given by release name."""
     config = context.config
     resolved = config.stash.get(STASH_KEY, None) if config is not None else None
-    return {"release": resolved.to_json()} if resolved else {}
+    if not resolved:
+        return {}
+    # What each problem held: a release name is not a content (NVIDIA corrects in place).
+    problems = read_problems(resolved.path)[0]
+    hashes = {task_id: digest(problem.record) for task_id, problem in problems.items()}
+    return {"release": {**resolved.to_json(), "problem_sha256": hashes}}
 
 
 def clear_partial(root: Path) -> None:
