@@ -87,7 +87,7 @@ def test_a_tree_reads_into_problem_records_with_their_references(tmp_path):
 @pytest.mark.parametrize(
     ("text", "line", "field", "words"),
     [
-        (spec("T/x") + "timout_seconds: 5\n", 10, "timout_seconds", "unknown field"),
+        (spec("T/x") + "timout_seconds: 5\n", 10, "timout_seconds", "unknown field (did you mean 'timeout_seconds'?)"),
         (spec("T/x", timeout_seconds="thirty"), 8, "timeout_seconds", "expected a number, got 'thirty'"),
         (spec("T/x", group="cuda-magic"), 4, "group", "'cuda-magic' is not one of"),
         (spec("T/x", problem_type="cuda_fortran"), 3, "problem_type", "is not one of cuda_cpp, cuda_python"),
@@ -105,6 +105,14 @@ def test_each_spec_defect_is_one_error_naming_file_line_and_field(tmp_path, text
     error = errors[0]
     assert error is not None and error.startswith(f"{folder / 'problem-spec.yaml'}:{line}: field {field!r}: ")
     assert words in error
+
+
+def test_a_field_outside_nvidias_schema_is_dropped_with_a_warning_as_nvidias_loader_drops_it(tmp_path):
+    folder = problem(tmp_path, "T/x", text=spec("T/x", reviewer="ana", problem_type="cuda_python", arch_list=["90"]))
+    with pytest.warns(pytest.PytestWarning, match=r"problem-spec.yaml:10: field 'reviewer' is not in NVIDIA's schema"):
+        problems, broken = read_tree(tmp_path)
+    assert broken == [] and problems["T/x"].error is None, folder
+    assert "reviewer" not in problems["T/x"].record
 
 
 def test_a_solution_folder_with_a_patch_and_files_is_refused(tmp_path):

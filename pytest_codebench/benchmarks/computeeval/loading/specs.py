@@ -5,15 +5,18 @@ baseline solutions) a datapack's ``problems.jsonl`` holds.
 Folders nest at any depth; a folder holding ``problem-spec.yaml`` is a problem, named as its
 task_id with ``/`` written ``-`` (NVIDIA's ``data/loaders.py``). A spec is checked field by
 field against NVIDIA's schema (``ProblemSpecBase``); its defects are errors naming the spec's
-file, the line and the field, where NVIDIA's loader would stop the whole tree. An unknown field
-is refused too (NVIDIA's drops it silently): a misspelt ``timeout_seconds`` would otherwise
-grade with the default.
+file, the line and the field, where NVIDIA's loader would stop the whole tree. A field NVIDIA's
+schema does not know is dropped, as NVIDIA's loader drops it, with a warning; but one that is a
+near miss of a known field is an error: a misspelt ``timeout_seconds`` would otherwise grade with
+the default.
 """
 
 from __future__ import annotations
 
 import datetime
+import difflib
 import hashlib
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -197,11 +200,17 @@ def _read_spec(spec: Path) -> tuple[dict[str, Any], dict[str, int]]:
 
 
 def _check_fields(spec: Path, values: dict[str, Any], lines: dict[str, int]) -> None:
-    """Raise DatasetError for the first defect of the spec's fields (in NVIDIA's schema)."""
-    for name in values:
-        if str(name) not in FIELDS or (name == "arch_list" and values.get("problem_type") == "cuda_python"):
-            known = ", ".join(sorted(FIELDS))
-            raise DatasetError(spec, f"unknown field (known: {known})", line=lines[str(name)], field=str(name))
+    """Raise DatasetError for the first defect of the spec's fields (in NVIDIA's schema); drop
+    (with a warning) a field the schema does not know and that is no misspelling of one."""
+    for name in [str(name) for name in values if str(name) not in FIELDS]:
+        typo = difflib.get_close_matches(name, FIELDS, n=1, cutoff=0.8)
+        if typo:
+            raise DatasetError(spec, f"unknown field (did you mean {typo[0]!r}?)", line=lines[name], field=name)
+        warnings.warn(
+            pytest.PytestWarning(f"{spec}:{lines[name]}: field {name!r} is not in NVIDIA's schema; ignored"),
+            stacklevel=2,
+        )
+        del values[name]
     for name in REQUIRED:
         if values.get(name) is None:
             raise DatasetError(spec, "missing: required", line=1, field=name)
