@@ -33,13 +33,13 @@ from pytest_codebench.verdict import Outcome, Status, Verdict
 from pytest_codebench.workspace.cleanup import remove_tree
 from pytest_codebench.workspace.files import UnsafePath, guarded_paths, normalise, write_file
 
-from . import validation
+from . import patched, validation
 from .graded import write_graded_solutions
 from .guard import canary, link, main_guard, pycanary
 from .headers import system_headers
 from .loading import releases, specs
 from .loading.datapacks import in_file_order, swept_cases
-from .loading.records import Problem, solution_files, timeout_of
+from .loading.records import Problem, timeout_of
 from .perf import bench, profilers
 from .perf import phase as perf
 from .perf.phase import PERF, PERF_OPTIONS, PROFILER
@@ -154,10 +154,11 @@ class ComputeEval(Benchmark):
             tests = [(normalise(f["path"]), f["content"]) for f in record["test_files"]]
         except UnsafePath as exc:
             raise DatasetError(label, f"a problem file path is unsafe: {exc}") from None
-        for path, content in context:
+        patch = patched.is_patch(case.solution)  # the context as the diff leaves it (see patched)
+        rejected = patched.prepare(record, case.solution or {}, workspace) if patch else None
+        for path, content in () if patch else context:
             write_file(workspace, path, content)
-        rejected = None
-        files = (case.solution or {}).get("files", [])
+        files = [] if patch else (case.solution or {}).get("files", [])
         try:
             paths = guarded_paths([f["path"] for f in files], [p for p, _ in tests], [p for p, _ in context])
             for path, entry in zip(paths, files, strict=True):
@@ -176,7 +177,7 @@ class ComputeEval(Benchmark):
     def grade(self, grading: Grading) -> Verdict:
         case, runner = grading.case, grading.runner
         perf.mark(grading)
-        missing = missing_references(solution_files(case.solution), case.record.get("source_references"))
+        missing = missing_references(patched.files_of(case.record, case.solution), case.record.get("source_references"))
         if missing:
             return grading.verdict(Outcome.MISSING_API, "; ".join(missing))
         shadow = self._shadowing(grading)
@@ -204,7 +205,7 @@ class ComputeEval(Benchmark):
         """Why a solution file would replace a system or toolkit header (see shadowed_header)."""
         record = grading.case.record
         problem = [normalise(f["path"]) for f in [*(record.get("context_files") or ()), *record["test_files"]]]
-        paths = [normalise(f["path"]) for f in (grading.case.solution or {}).get("files", [])]
+        paths = [normalise(path) for path in patched.files_of(record, grading.case.solution)]
         image = grading.runner.case_image
         if image not in self._system_headers:
             self._system_headers[image] = system_headers(self.context, grading.runner)
@@ -255,7 +256,7 @@ class ComputeEval(Benchmark):
         reference: Verdict | None = None
         if isinstance(baseline, dict):
             key = reference_key(case.record, self.machine(runner), runner.fingerprint())
-            if solution_files(baseline) == solution_files(case.solution):
+            if patched.files_of(case.record, baseline) == patched.files_of(case.record, case.solution):
                 reference = self._references.outcome(key, lambda: verdict)  # this item is the reference
             else:
                 reference = self._references.outcome(key, lambda: self._run_reference(grading, baseline))
@@ -319,8 +320,8 @@ class ComputeEval(Benchmark):
         return self._machines[key]
 
     def answer(self, case: Case) -> Any:
-        """The solution's files in order (never its metadata): what the verdict store keys."""
-        return [[entry["path"], entry["content"]] for entry in (case.solution or {}).get("files", [])]
+        """What the verdict store keys: the files in order, never the metadata (see patched.answer)."""
+        return patched.answer(case.record, case.solution)
 
     def key_facts(self, runner: Runner) -> dict[str, Any]:
         return dict(self.machine(runner))  # the toolkit and the GPUs (names, compute capability)

@@ -27,6 +27,7 @@ from pytest_codebench.options import CACHE_DIR
 from pytest_codebench.runners import Runner, RunResult
 from pytest_codebench.workspace.files import normalise
 
+from .. import patched
 from ..preload import PreloadLibrary, Recipe, build_cached, checked, hand_nonce
 from . import pyrunner
 
@@ -181,7 +182,7 @@ def run_test(
     as the "test" phase."""
     python = None
     if grading.case.record.get("type") == "cuda_python":
-        files = [str(normalise(f["path"])) for f in (grading.case.solution or {}).get("files", [])]
+        files = [str(normalise(path)) for path in patched.files_of(grading.case.record, grading.case.solution)]
         python = PythonTest(python_runner(grading.context), files, ending)
     guarded = wrap(command, build(grading.context, grading.runner), grading.workspace, python)
     raw = grading.runner.run(

@@ -59,7 +59,7 @@ def timeout_of(record: dict[str, Any]) -> float:
 
 
 def check_solution(line: Line, label: str, problems: dict[str, Problem]) -> None:
-    """Raise DatasetError unless the line holds a file solution to one of ``problems``."""
+    """Raise DatasetError unless the line holds a file or patch solution to one of ``problems``."""
     if line.error is not None:
         raise line.error
     record, number = line.value or {}, line.number
@@ -67,8 +67,13 @@ def check_solution(line: Line, label: str, problems: dict[str, Problem]) -> None
     if task_id not in problems:
         raise DatasetError(label, f"{task_id!r} is not a task of the dataset", line=number, field="task_id")
     kind = record.get("type", "file")
+    if kind == "patch":  # a unified diff against the context files (see patched)
+        require(record, "patch", str, label, number)
+        return
     if kind != "file":
-        raise DatasetError(label, f"solution type {kind!r} is not supported (only 'file')", line=number, field="type")
+        raise DatasetError(
+            label, f"solution type {kind!r} is not supported (only 'file' or 'patch')", line=number, field="type"
+        )
     file_list(record, "files", label, number)
 
 

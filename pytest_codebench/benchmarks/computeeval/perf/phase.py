@@ -50,7 +50,8 @@ from pytest_codebench.options import (
 from pytest_codebench.verdict import Outcome
 from pytest_codebench.workspace.cleanup import remove_tree
 
-from ..loading.records import solution_files, timeout_of
+from .. import patched
+from ..loading.records import timeout_of
 from ..reference import reference_key
 from ..rules import first_error
 from .bench import FOLDER, REFERENCE, SOLUTION, Bench, PerfFailed, PerfSkipped, item_folder
@@ -204,7 +205,7 @@ def _reference(grading: Grading, host: Host, built: Path) -> Path:
     baseline = case.record.get("baseline_solution")
     if not isinstance(baseline, dict):
         raise PerfSkipped("the problem has no baseline_solution to time against")
-    if solution_files(baseline) == solution_files(case.solution):
+    if patched.files_of(case.record, baseline) == patched.files_of(case.record, case.solution):
         return built
     key = reference_key(case.record, host.machine, runner.fingerprint())
     folder = grading.context.run_dir / FOLDER / "references" / key
