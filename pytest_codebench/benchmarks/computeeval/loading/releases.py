@@ -4,11 +4,12 @@ NVIDIA shipped the releases up to 2026-1 inside its PyPI package ``nvidia-comput
 as ``compute_eval/releases/<name>-problems.tar.gz``; since 2026.2 every release lives in the
 Hugging Face dataset (see hub). The license forbids redistributing them, so they are read where
 the user has them, in this order: an installed ``compute_eval`` package (located, never
-imported: it pulls in heavy dependencies) or a wheel cached in the cache dir, both local and
-instant; then the Hub (or, offline, the Hugging Face cache); then a wheel that pip downloads.
-The wheel goes first where it is already here so that a machine that reaches PyPI but not
-huggingface.co (CI) grades the older releases without waiting on the Hub; the header says that
-its copy may predate NVIDIA's in-place corrections. The datapack used is checked against the wheel's RECORD
+imported: it pulls in heavy dependencies), a wheel cached in the cache dir, or the Hugging Face
+cache, all local and instant; then the network: a wheel that pip downloads, then the Hub (the
+newest release, in no wheel, comes from the Hub alone). The wheel goes before the Hub so that a
+machine that reaches PyPI but not huggingface.co (CI) never waits on the client's retries (about
+23 s); the header says that a wheel's copy may predate NVIDIA's in-place corrections, and
+``hf download`` of the release's file puts the Hub's copy first. The datapack used is checked against the wheel's RECORD
 and extracted alone into the cache (the benchmark reads datapacks from a path).
 
 Cache layout under ``<cache-dir>/computeeval/``: ``wheels/*.whl`` (and ``wheels/<version>.no-releases``
@@ -274,32 +275,53 @@ def resolve(release: str, cache_dir: Path, announce: Announce) -> Resolved:
         ) from None
 
 
-def from_hub(release: str, announce: Announce) -> Resolved:
-    """The release's problems.jsonl from the Hugging Face dataset (or its cache)."""
-    announce(f"codebench: getting ComputeEval release {release} from the Hugging Face dataset {hub.REPO}")
-    found = hub.download(release)
+def from_hub(release: str, announce: Announce, local_only: bool = False) -> Resolved:
+    """The release's problems.jsonl from the Hugging Face dataset, or its cache alone."""
+    if not local_only:
+        announce(f"codebench: getting ComputeEval release {release} from the Hugging Face dataset {hub.REPO}")
+    found = hub.download(release, local_only)
     return Resolved(release, found.path, HUB, None, f"{hub.REPO}:{found.filename}", revision=found.revision)
 
 
 def _resolve_locked(release: str, cache_dir: Path, root: Path, announce: Announce) -> Resolved:
+    if release == hub.NEWEST:  # in no wheel
+        return from_hub(release, announce)
     cached = cached_wheels(root)
     for wheel in cached:
         if release in wheel.releases:
             return extract(wheel, release, root, "cached wheel")
     try:
-        return from_hub(release, announce)
-    except (hub.NotOnHub, hub.Unreachable) as exc:
-        if release == hub.NEWEST:
-            raise HarnessError(f"--codebench-dataset {release}: {exc}") from None
-        unreachable = f"; nor from the Hugging Face dataset: {exc}" if isinstance(exc, hub.Unreachable) else ""
+        return from_hub(release, announce, local_only=True)
+    except (hub.NotOnHub, hub.Unreachable):
+        pass  # not in the Hugging Face cache: the network next
     try:
         wheel = download(root, announce)
     except HarnessError as exc:
-        if unreachable:
-            raise HarnessError(
-                f"--codebench-dataset {release}: ComputeEval release {release!r} could not be had from "
-                f"a wheel ({exc}; {ways_out(cache_dir)}){unreachable}"
-            ) from None
+        return _hub_after_pip(release, cache_dir, cached, exc, announce)
+    if release in wheel.releases:
+        return extract(wheel, release, root, "downloaded wheel")
+    try:  # a release archived on the Hub after the newest wheel with releases
+        return from_hub(release, announce)
+    except (hub.NotOnHub, hub.Unreachable) as exc:
+        raise HarnessError(
+            f"--codebench-dataset: unknown ComputeEval release {release!r}: {PACKAGE} "
+            f"{wheel_version(wheel.path)} holds {', '.join(wheel.releases)}, and {exc}"
+        ) from None
+
+
+def _hub_after_pip(
+    release: str, cache_dir: Path, cached: list[Wheel], failure: HarnessError, announce: Announce
+) -> Resolved:
+    """No wheel could be had (``failure``): the Hub is the last place left."""
+    try:
+        return from_hub(release, announce)
+    except hub.Unreachable as exc:
+        raise HarnessError(
+            f"--codebench-dataset {release}: ComputeEval release {release!r} is not installed or cached, "
+            f"downloading {PACKAGE} with pip failed ({failure}), and {exc}. Or, {ways_out(cache_dir)}."
+        ) from None
+    except hub.NotOnHub:
+        exc = failure
         if cached:  # offline, but what is here can still say which names exist
             raise HarnessError(
                 f"--codebench-dataset: unknown ComputeEval release {release!r}: the cached {PACKAGE} "
@@ -310,12 +332,6 @@ def _resolve_locked(release: str, cache_dir: Path, root: Path, announce: Announc
             f"--codebench-dataset {release}: ComputeEval release {release!r} is not installed or cached, "
             f"and downloading {PACKAGE} with pip failed ({exc}). To get it, {ways_out(cache_dir)}."
         ) from None
-    if release not in wheel.releases:
-        raise HarnessError(
-            f"--codebench-dataset: unknown ComputeEval release {release!r}: {PACKAGE} "
-            f"{wheel_version(wheel.path)} holds {', '.join(wheel.releases)}"
-        )
-    return extract(wheel, release, root, "downloaded wheel")
 
 
 # -- the plugin's side ------------------------------------------------------------------------------
