@@ -321,17 +321,17 @@ def _hub_after_pip(
             f"downloading {PACKAGE} with pip failed ({failure}), and {exc}. Or, {ways_out(cache_dir)}."
         ) from None
     except hub.NotOnHub:
-        exc = failure
-        if cached:  # offline, but what is here can still say which names exist
-            raise HarnessError(
-                f"--codebench-dataset: unknown ComputeEval release {release!r}: the cached {PACKAGE} "
-                f"{wheel_version(cached[0].path)} holds {', '.join(cached[0].releases)}, and no newer "
-                f"version could be fetched ({exc})"
-            ) from None
+        pass  # no such release anywhere: what the wheels say
+    if cached:  # offline, but what is here can still say which names exist
         raise HarnessError(
-            f"--codebench-dataset {release}: ComputeEval release {release!r} is not installed or cached, "
-            f"and downloading {PACKAGE} with pip failed ({exc}). To get it, {ways_out(cache_dir)}."
+            f"--codebench-dataset: unknown ComputeEval release {release!r}: the cached {PACKAGE} "
+            f"{wheel_version(cached[0].path)} holds {', '.join(cached[0].releases)}, and no newer "
+            f"version could be fetched ({failure})"
         ) from None
+    raise HarnessError(
+        f"--codebench-dataset {release}: ComputeEval release {release!r} is not installed or cached, "
+        f"and downloading {PACKAGE} with pip failed ({failure}). To get it, {ways_out(cache_dir)}."
+    ) from None
 
 
 # -- the plugin's side ------------------------------------------------------------------------------
