@@ -33,7 +33,7 @@ from pytest_codebench.verdict import Outcome, Status, Verdict
 from pytest_codebench.workspace.cleanup import remove_tree
 from pytest_codebench.workspace.files import UnsafePath, guarded_paths, normalise, write_file
 
-from . import patched, validation
+from . import patched, skip_missing, validation
 from .graded import write_graded_solutions
 from .guard import canary, link, main_guard, pycanary
 from .headers import system_headers
@@ -54,6 +54,7 @@ from .rules import (
     shadowed_header,
     unmet_requirement,
 )
+from .skip_missing import UNANSWERED
 from .sourcecode import missing_references
 from .summary import NO_GPU, summarize, table_cells
 
@@ -95,7 +96,7 @@ class ComputeEval(Benchmark):
     solution_keywords = ("baseline",)
     reads_folder = staticmethod(specs.is_tree)  # a tree of problem-spec folders
     default_dataset = "computeeval/sample-problems.tar.gz"
-    options = (RUN_WITHOUT_GPU, GPU_SHARE, GPU_SLOTS, GRADED_SOLUTIONS, validation.VALIDATE, *PERF_OPTIONS)
+    options = (RUN_WITHOUT_GPU, GPU_SHARE, GPU_SLOTS, GRADED_SOLUTIONS, validation.VALIDATE, *PERF_OPTIONS, UNANSWERED)
 
     def __init__(self, context: RunContext) -> None:
         super().__init__(context)
@@ -117,6 +118,7 @@ class ComputeEval(Benchmark):
         make = functools.partial(self._case, problems)
         validating = self.settings[validation.VALIDATE]
         made = validation.cases(problems, make) if validating else swept_cases(problems, self.solution_sets, make)
+        made = made if validating else skip_missing.leave_out(self.context, made)
         return Dataset(str(path), digest, release, in_file_order(broken, made, problems))
 
     def _case(self, problems: dict[str, Problem], sample: Sample, number: int) -> Case:
@@ -319,9 +321,7 @@ class ComputeEval(Benchmark):
             )
         return self._machines[key]
 
-    def answer(self, case: Case) -> Any:
-        """What the verdict store keys: the files in order, never the metadata (see patched.answer)."""
-        return patched.answer(case.record, case.solution)
+    answer = staticmethod(patched.case_answer)  # what the verdict store keys: the files, never the metadata
 
     def key_facts(self, runner: Runner) -> dict[str, Any]:
         return dict(self.machine(runner))  # the toolkit and the GPUs (names, compute capability)
@@ -335,6 +335,7 @@ class ComputeEval(Benchmark):
 
     def report_info(self) -> dict[str, Any]:
         info = {**(self.context.stored(MACHINE_KEY) or {}), **releases.report_info(self.context)}
+        info.update(skip_missing.report_info(self.context))  # what --codebench-skip-missing left out
         libraries = {
             path.stem.removeprefix(f"{LIBRARY_KEY}-"): self.context.stored(path.stem)
             for path in sorted((self.context.run_dir / "once").glob(f"{LIBRARY_KEY}-*.json"))
@@ -392,6 +393,7 @@ class ComputeEval(Benchmark):
         --codebench-graded-solutions is written (on the controller: every item's result)."""
         if not self.settings[KEEP_WORKSPACES]:
             remove_tree(self.context.run_dir / bench.FOLDER)
+        self.outputs += skip_missing.summary_line(self.context)
         graded = self.settings[GRADED_SOLUTIONS]
         if graded:
             written = write_graded_solutions(self.output_path(graded), results, self.run_cases(), self.solution_sets)

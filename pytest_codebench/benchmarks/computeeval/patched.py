@@ -22,6 +22,7 @@ import tempfile
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from pytest_codebench.cases import Case
 from pytest_codebench.errors import HarnessError
 from pytest_codebench.workspace import patches
 from pytest_codebench.workspace.checkout import git
@@ -139,6 +140,11 @@ def prepare(record: dict[str, Any], solution: dict[str, Any], workspace: Path) -
     for path, content in patched.tree.items():
         write_file(workspace, PurePosixPath(path), content)
     return None
+
+
+def case_answer(case: Case) -> list[list[str]]:
+    """ComputeEval's ``Benchmark.answer``: see :func:`answer`."""
+    return answer(case.record, case.solution)
 
 
 def answer(record: dict[str, Any], solution: dict[str, Any] | None) -> list[list[str]]:
