@@ -33,7 +33,7 @@ from pytest_codebench.verdict import Outcome, Status, Verdict
 from pytest_codebench.workspace.cleanup import remove_tree
 from pytest_codebench.workspace.files import UnsafePath, guarded_paths, normalise, write_file
 
-from . import patched, skip_missing, validation
+from . import cutlass, patched, skip_missing, validation
 from .graded import write_graded_solutions
 from .guard import canary, link, main_guard, pycanary
 from .headers import system_headers
@@ -52,7 +52,6 @@ from .rules import (
     linked_libraries,
     machine_cannot_grade,
     shadowed_header,
-    unmet_requirement,
 )
 from .skip_missing import UNANSWERED
 from .sourcecode import missing_references
@@ -185,7 +184,7 @@ class ComputeEval(Benchmark):
         shadow = self._shadowing(grading)
         if shadow is not None:
             return grading.verdict(Outcome.INVALID_SOLUTION, f"solution file {shadow}")
-        unmet = unmet_requirement(case.record, self.machine(runner), self._linkable(runner, case.record))
+        unmet = cutlass.unmet(grading, self.machine(runner), self._linkable(runner, case.record))
         if unmet is not None:
             return grading.verdict(Outcome.SKIPPED, unmet, excused=True)
         if self.settings[validation.VALIDATE]:  # the author's check of the reference (see validation)
