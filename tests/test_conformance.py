@@ -18,10 +18,13 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
+from hubserver import TOKEN, Hub
 
 from pytest_codebench.benchmarks.computeeval.benchmark import ComputeEval
+from pytest_codebench.benchmarks.computeeval.loading import hub
 from pytest_codebench.benchmarks.computeeval.loading.releases import Resolved, resolve
 from pytest_codebench.benchmarks.computeeval.sourcecode import missing_references
+from pytest_codebench.benchmarks.records import archive_members
 from pytest_codebench.context import RunContext, slug
 from pytest_codebench.errors import HarnessError
 from pytest_codebench.options import CORE_OPTIONS, Settings
@@ -212,3 +215,62 @@ def test_reference_solutions_build_or_skip_for_a_stated_reason(release, releases
     built = [item for item in items.values() if "build ok in" in (item["reason"] or "") or item["status"] == "passed"]
     read = sum(int(item["figures"].get("linked_programs", 0)) for item in built)
     assert read >= 1 or not built, "the link check read no built test program"
+
+
+# Where a verdict's reason differs only in a duration ("build ok in 12.3 s").
+_NUMBERS = re.compile(r"\d+(\.\d+)?")
+
+
+def _verdicts(pytester: pytest.Pytester, name: str, release: str, cache: Path, *more: str) -> tuple[str, dict]:
+    report = pytester.path / f"{name}.json"
+    run = pytester.runpytest_subprocess(
+        "--codebench=computeeval",
+        f"--codebench-dataset={release}",
+        "--codebench-solutions=baseline",
+        f"--codebench-cache-dir={cache}",
+        "--codebench-store=off",  # each way grades for itself
+        f"--codebench-report={report}",
+        *more,
+        "-p",
+        "no:cacheprovider",
+    )
+    output = run.stdout.str() + run.stderr.str()
+    assert report.exists(), output[-3000:]
+    data = json.loads(report.read_text())
+    items = {item["task_id"]: (item["status"], _NUMBERS.sub("N", item["reason"] or "")) for item in data["items"]}
+    return output, {"release": data["environment"]["release"], "items": items}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("release", RELEASES)
+def test_the_hub_path_gives_the_same_problems_and_verdicts_as_the_wheel(
+    release, releases, sample, release_cache, pytester, monkeypatch
+):
+    """Done when of issue 23: the wheel's release reshaped into the dataset's layout
+    (data/archive/<release>/problems.jsonl, bare JSON lines) and served by a Hub of our own
+    reads as the same problems (content hashes) and grades to the same verdicts."""
+    data = archive_members(releases[release].path, ["problems.jsonl"])["problems.jsonl"]
+    # Every problem is compared by content; one (the sample's first) is graded both ways, which
+    # keeps the four releases to about 2.5 minutes of nvcc on CI.
+    chosen = ["-k", f"{sample[release][0]}[0]"]
+    _, wheel = _verdicts(pytester, "wheel", release, release_cache, *chosen)
+    with Hub(hub.REPO) as server:
+        server.publish({hub.filename(release): data})
+        monkeypatch.setenv("HF_ENDPOINT", server.url)
+        monkeypatch.setenv("HF_HOME", str(pytester.path / "hf-home"))
+        monkeypatch.setenv("HF_TOKEN", TOKEN)
+        monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+        # No wheel here and pip's index dead: the Hub is the only place left.
+        monkeypatch.setenv("PIP_CONFIG_FILE", os.devnull)
+        monkeypatch.setenv("PIP_INDEX_URL", "http://127.0.0.1:9/simple")
+        monkeypatch.setenv("PIP_RETRIES", "0")
+        monkeypatch.setenv("PIP_TIMEOUT", "2")
+        for name in ("PIP_FIND_LINKS", "PIP_EXTRA_INDEX_URL", "PIP_NO_INDEX"):
+            monkeypatch.delenv(name, raising=False)
+        output, hubbed = _verdicts(pytester, "hub", release, pytester.path / "empty-cache", *chosen)
+    assert f"from {hub.REPO}:data/archive/{release}/problems.jsonl, revision {server.commit}" in output
+    assert (hubbed["release"]["source"], hubbed["release"]["revision"]) == ("hugging face hub", server.commit)
+    assert "may predate NVIDIA's in-place corrections" not in output
+    assert hubbed["release"]["problem_sha256"] == wheel["release"]["problem_sha256"]
+    assert len(wheel["release"]["problem_sha256"]) == len(data.splitlines())
+    assert hubbed["items"] == wheel["items"] and len(wheel["items"]) == 1
