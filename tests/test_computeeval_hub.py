@@ -5,6 +5,7 @@ from the warm cache offline, and the two ways it cannot work, each one clear err
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -135,3 +136,27 @@ def test_the_revision_is_the_snapshot_folder_of_the_clients_cache():
     path = Path(f"/h/hub/datasets--nvidia--compute-eval/snapshots/{sha}/data/problems.jsonl")
     assert hub.revision_of(path) == sha
     assert hub.revision_of(Path("/elsewhere/problems.jsonl")) is None
+
+
+def test_an_older_release_with_no_wheel_comes_from_the_hub_then_from_its_cache_before_pip(
+    hub_server, pytester, codebench, monkeypatch
+):
+    # No wheel anywhere: pip's only index is a port nothing listens on.
+    monkeypatch.setenv("PIP_CONFIG_FILE", os.devnull)
+    monkeypatch.setenv("PIP_INDEX_URL", "http://127.0.0.1:9/simple")
+    monkeypatch.setenv("PIP_RETRIES", "0")
+    monkeypatch.setenv("PIP_TIMEOUT", "2")
+    for name in ("PIP_FIND_LINKS", "PIP_EXTRA_INDEX_URL", "PIP_NO_INDEX"):
+        monkeypatch.delenv(name, raising=False)
+    hub_server.publish({"data/archive/2025-1/problems.jsonl": packs.jsonl(_problems())})
+    args = [a.replace("2026-2", "2025-1") for a in _args(pytester, "r.json", FORCE, "--codebench-store=off")]
+    first = codebench(*args)
+    first.result.assert_outcomes(passed=1, failed=1)
+    assert "asking the package index (pip)" in first.output  # the wheel first, then the Hub
+    assert _report(pytester, "r.json")["environment"]["release"]["revision"] == hub_server.commit
+    # The Hugging Face cache is a local copy: taken before pip is asked, the Hub not at all.
+    hub_server.stop()
+    again = codebench(*args)
+    again.result.assert_outcomes(passed=1, failed=1)
+    assert "asking the package index" not in again.output and "getting ComputeEval release" not in again.output
+    assert _report(pytester, "r.json")["environment"]["release"]["source"] == "hugging face hub"
