@@ -156,6 +156,12 @@ def test_the_checks_and_the_store_see_the_patched_files():
     spaced = HONEST.replace("--- a/solution.c", "--- a/solution.c\t2026-11-26")
     assert patched.answer(record, patch("T/1", HONEST)) == patched.answer(record, patch("T/1", spaced))
     assert patched.answer(record, patch("T/1", "nonsense")) == [["patch", "nonsense"]]
+    # Same files written, one context file deleted: another workspace, another key, not the reference.
+    deleting = HONEST + diff("include/add.h", packs.HEADER, "").replace("+++ b/include/add.h", "+++ /dev/null")
+    assert patched.files_of(record, patch("T/1", deleting)) == patched.files_of(record, patch("T/1", HONEST))
+    assert patched.answer(record, patch("T/1", deleting)) != patched.answer(record, patch("T/1", HONEST))
+    assert patched.tree_of(record, patch("T/1", deleting)) == {"solution.c": FIXED}
+    assert patched.tree_of(record, record["baseline_solution"]) == patched.tree_of(record, patch("T/1", HONEST))
 
 
 def test_a_patch_planting_a_system_header_is_refused_like_a_file(pytester, codebench):

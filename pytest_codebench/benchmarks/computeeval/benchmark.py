@@ -257,7 +257,7 @@ class ComputeEval(Benchmark):
         reference: Verdict | None = None
         if isinstance(baseline, dict):
             key = reference_key(case.record, self.machine(runner), runner.fingerprint())
-            if patched.files_of(case.record, baseline) == patched.files_of(case.record, case.solution):
+            if patched.tree_of(case.record, baseline) == patched.tree_of(case.record, case.solution):
                 reference = self._references.outcome(key, lambda: verdict)  # this item is the reference
             else:
                 reference = self._references.outcome(key, lambda: self._run_reference(grading, baseline))

@@ -61,6 +61,18 @@ def files_of(record: dict[str, Any], solution: dict[str, Any] | None) -> dict[st
         return {}
 
 
+def tree_of(record: dict[str, Any], solution: dict[str, Any] | None) -> dict[str, str]:
+    """The workspace a solution leaves before the tests go in: the context files and a file
+    solution's files, or the tree a patch leaves (so a deleted context file counts)."""
+    if not is_patch(solution):
+        context = {f["path"]: f["content"] for f in record.get("context_files") or ()}
+        return {**context, **files_of(record, solution)}
+    try:
+        return apply(record, (solution or {}).get("patch", "")).tree
+    except (UnsafePath, NotApplied):
+        return {}
+
+
 def apply(record: dict[str, Any], diff: str) -> Patched:
     """The problem's context files with ``diff`` applied. Raises :class:`UnsafePath` for a diff a
     file solution's rules refuse, :class:`NotApplied` for one that does not apply."""
@@ -148,12 +160,12 @@ def case_answer(case: Case) -> list[list[str]]:
 
 
 def answer(record: dict[str, Any], solution: dict[str, Any] | None) -> list[list[str]]:
-    """What the verdict store keys: a file solution's files in order; a patch's written files
+    """What the verdict store keys: a file solution's files in order; the tree a patch leaves
     (two diffs with the same result share a verdict), or its text when it cannot be applied."""
     if not is_patch(solution):
         return [[entry["path"], entry["content"]] for entry in (solution or {}).get("files", [])]
     try:
-        written = apply(record, (solution or {}).get("patch", "")).written
+        tree = apply(record, (solution or {}).get("patch", "")).tree
     except (UnsafePath, NotApplied):
         return [["patch", str((solution or {}).get("patch"))]]
-    return [[path, content] for path, content in written.items()]
+    return [["patch-tree", ""], *([path, content] for path, content in tree.items())]

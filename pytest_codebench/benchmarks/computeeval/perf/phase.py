@@ -205,7 +205,7 @@ def _reference(grading: Grading, host: Host, built: Path) -> Path:
     baseline = case.record.get("baseline_solution")
     if not isinstance(baseline, dict):
         raise PerfSkipped("the problem has no baseline_solution to time against")
-    if patched.files_of(case.record, baseline) == patched.files_of(case.record, case.solution):
+    if patched.tree_of(case.record, baseline) == patched.tree_of(case.record, case.solution):
         return built
     key = reference_key(case.record, host.machine, runner.fingerprint())
     folder = grading.context.run_dir / FOLDER / "references" / key
