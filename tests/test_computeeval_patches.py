@@ -98,9 +98,13 @@ def test_a_patch_that_does_not_apply_is_the_models_invalid_solution(pytester, co
     stale = diff("solution.c", STUB.replace("return 0;", "return 1;"), FIXED)
     problems = [problem("T/good"), problem("T/stale"), problem("T/prose")]
     solutions = [patch("T/good", HONEST), patch("T/stale", stale), patch("T/prose", "just add a + b\n")]
-    run = codebench(*write(pytester, problems, solutions), FORCE)
+    run = codebench(*write(pytester, problems, solutions), FORCE, "--codebench-graded-solutions=graded")
     assert run.outcome("T/good[0]") == "passed"
     assert run.outcome("T/stale[0]") == "invalid_solution"
+    # NVIDIA's graded solutions put a refused solution's reason in build_output.
+    graded = [json.loads(line) for path in (pytester.path / "graded").glob("*.jsonl") for line in path.open()]
+    stale_line = next(line for line in graded if line["solution"]["task_id"] == "T/stale")
+    assert stale_line["build_output"].startswith("[VALIDATION ERROR] patch does not apply")
     message = run.items["T/stale[0]"]["message"]
     assert "patch does not apply" in message and "solution.c:1" in message  # which file, which hunk
     assert run.outcome("T/prose[0]") == "invalid_solution"
