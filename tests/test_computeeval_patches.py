@@ -175,3 +175,28 @@ def test_a_patch_planting_a_system_header_is_refused_like_a_file(pytester, codeb
     assert run.outcome("T/honest[0]") == "passed"
     assert run.outcome("T/shadow[0]") == "invalid_solution"
     assert "stdio.h" in run.items["T/shadow[0]"]["message"]
+
+
+def test_the_docker_runner_grades_patches_like_the_local_one(pytester, codebench, engine):
+    # The test image is plain Debian with a C compiler: no CUDA toolkit asked for.
+    problems = [
+        {**problem(task_id), "min_cuda_toolkit": None} for task_id in ("T/good", "T/wrong", "T/stale", "T/evil")
+    ]
+    solutions = [
+        patch("T/good", HONEST),
+        patch("T/wrong", diff("solution.c", STUB, BROKEN)),
+        patch("T/stale", diff("solution.c", STUB.replace("return 0;", "return 1;"), FIXED)),
+        patch("T/evil", TEST_EDIT),
+    ]
+    args = write(pytester, problems, solutions)
+    docker = codebench(*args, FORCE, "--codebench-runner", "docker", "--codebench-docker-base", packs.DOCKER_BASE)
+    local = codebench(*args, FORCE)
+    expected = {
+        "T/good[0]": "passed",
+        "T/wrong[0]": "test_failed",
+        "T/stale[0]": "invalid_solution",
+        "T/evil[0]": "invalid_solution",
+    }
+    assert {name: item["properties"]["category"] for name, item in docker.items.items()} == expected
+    assert {name: item["properties"]["category"] for name, item in local.items.items()} == expected
+    assert "codebench: runner docker" in docker.output
