@@ -27,6 +27,17 @@ def no_sandbox(reason: str) -> None:
     pytest.skip(reason)
 
 
+@pytest.fixture(autouse=True)
+def no_hugging_face(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """A release name asks the Hugging Face dataset first: every test but the Hub's own (which
+    serve one on loopback) sees it offline with an empty cache, so none reaches huggingface.co,
+    waits on its client's retries, or reads a developer's own cache."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(tmp_path_factory.getbasetemp() / "empty-hf-home"))
+    monkeypatch.delenv("HF_ENDPOINT", raising=False)
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+
+
 @pytest.fixture(params=list(XDIST_MODES), ids=list(XDIST_MODES))
 def xdist_args(request: pytest.FixtureRequest) -> list[str]:
     return XDIST_MODES[request.param]

@@ -138,10 +138,11 @@ def test_the_revision_is_the_snapshot_folder_of_the_clients_cache():
     assert hub.revision_of(Path("/elsewhere/problems.jsonl")) is None
 
 
-def test_an_older_release_with_no_wheel_comes_from_the_hub_then_from_its_cache_before_pip(
+def test_an_older_release_comes_from_the_hub_before_any_wheel_and_offline_from_its_cache(
     hub_server, pytester, codebench, monkeypatch
 ):
-    # No wheel anywhere: pip's only index is a port nothing listens on.
+    # NVIDIA corrects releases in place on the Hub: its copy wins over the 2026.1 wheel's, which
+    # pip would find here (its only index is a port nothing listens on: asking it would show).
     monkeypatch.setenv("PIP_CONFIG_FILE", os.devnull)
     monkeypatch.setenv("PIP_INDEX_URL", "http://127.0.0.1:9/simple")
     monkeypatch.setenv("PIP_RETRIES", "0")
@@ -152,11 +153,12 @@ def test_an_older_release_with_no_wheel_comes_from_the_hub_then_from_its_cache_b
     args = [a.replace("2026-2", "2025-1") for a in _args(pytester, "r.json", FORCE, "--codebench-store=off")]
     first = codebench(*args)
     first.result.assert_outcomes(passed=1, failed=1)
-    assert "asking the package index (pip)" in first.output  # the wheel first, then the Hub
+    assert "package index" not in first.output and "cannot give release" not in first.output
     assert _report(pytester, "r.json")["environment"]["release"]["revision"] == hub_server.commit
-    # The Hugging Face cache is a local copy: taken before pip is asked, the Hub not at all.
+    # Offline, the client's cache answers, still before any wheel.
     hub_server.stop()
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     again = codebench(*args)
     again.result.assert_outcomes(passed=1, failed=1)
-    assert "asking the package index" not in again.output and "getting ComputeEval release" not in again.output
+    assert "package index" not in again.output and "cannot give release" not in again.output
     assert _report(pytester, "r.json")["environment"]["release"]["source"] == "hugging face hub"

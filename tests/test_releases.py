@@ -62,14 +62,6 @@ def distribution(version: str, members: dict[str, bytes], tamper: str | None) ->
     return files
 
 
-@pytest.fixture(autouse=True)
-def no_hub(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """These tests are about the wheel: the Hugging Face dataset (tests/test_computeeval_hub.py)
-    is offline with an empty cache, so it is never asked over the network."""
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setenv("HF_HOME", str(tmp_path / "empty-hf-home"))
-
-
 @pytest.fixture
 def dead_index(monkeypatch: pytest.MonkeyPatch) -> None:
     """pip as on a machine without internet: its only index is a port nothing listens on."""

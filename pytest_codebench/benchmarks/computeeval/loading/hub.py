@@ -24,14 +24,6 @@ REPO = "nvidia/compute-eval"
 NEWEST = "2026-2"  # data/problems.jsonl; the wheel of 2026.1 holds every release before it
 
 
-class NotOnHub(HarnessError):
-    """The dataset has no file for this release name (the name may still be in a wheel)."""
-
-
-class Unreachable(HarnessError):
-    """Neither the Hub nor the client's cache had the file: another source may still have it."""
-
-
 @dataclasses.dataclass(frozen=True)
 class HubFile:
     path: Path
@@ -53,9 +45,8 @@ def warm_command(release: str) -> str:
     return f"hf download {REPO} {filename(release)} --repo-type dataset"
 
 
-def download(release: str, local_only: bool = False) -> HubFile:
-    """The release's problems.jsonl, from the Hub or the client's cache (``local_only``: the
-    cache alone, no network)."""
+def download(release: str) -> HubFile:
+    """The release's problems.jsonl, from the Hub or, where it cannot be reached, the client's cache."""
     # Imported here: the client is only needed by a run that names a release, and its
     # settings (HF_HOME, HF_ENDPOINT...) are read from the environment when it is imported.
     from huggingface_hub import constants, hf_hub_download
@@ -71,13 +62,13 @@ def download(release: str, local_only: bool = False) -> HubFile:
     name = filename(release)
     where = f"{constants.ENDPOINT}/datasets/{REPO} ({name})"
     try:
-        path = hf_hub_download(repo_id=REPO, filename=name, repo_type="dataset", local_files_only=local_only)
+        path = hf_hub_download(repo_id=REPO, filename=name, repo_type="dataset")
     except GatedRepoError:
         raise HarnessError(_token_hint(where, "refused access to the gated dataset")) from None
     except LocalEntryNotFoundError as exc:  # before EntryNotFoundError, of which it is one
-        raise Unreachable(_offline_hint(release, where, constants, local_only, exc)) from None
+        raise HarnessError(_offline_hint(release, where, constants, exc)) from None
     except (EntryNotFoundError, RevisionNotFoundError):
-        raise NotOnHub(f"{where}: no such file: the dataset has no release {release!r}") from None
+        raise HarnessError(f"{where}: no such file: the dataset has no release {release!r}") from None
     except RepositoryNotFoundError:
         raise HarnessError(_token_hint(where, "said the dataset does not exist or needs a token")) from None
     except HfHubHTTPError as exc:
@@ -95,8 +86,8 @@ def _token_hint(where: str, what: str) -> str:
     )
 
 
-def _offline_hint(release: str, where: str, constants: object, local_only: bool, exc: Exception) -> str:
-    offline = bool(getattr(constants, "HF_HUB_OFFLINE", False)) or local_only
+def _offline_hint(release: str, where: str, constants: object, exc: Exception) -> str:
+    offline = bool(getattr(constants, "HF_HUB_OFFLINE", False))
     why = "offline mode is on (HF_HUB_OFFLINE)" if offline else f"the Hub could not be reached ({_first_line(exc)})"
     home = getattr(constants, "HF_HOME", "~/.cache/huggingface")
     return (

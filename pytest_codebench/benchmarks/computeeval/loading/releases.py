@@ -2,14 +2,14 @@
 
 NVIDIA shipped the releases up to 2026-1 inside its PyPI package ``nvidia-compute-eval`` 2026.1,
 as ``compute_eval/releases/<name>-problems.tar.gz``; since 2026.2 every release lives in the
-Hugging Face dataset (see hub). The license forbids redistributing them, so they are read where
-the user has them, in this order: an installed ``compute_eval`` package (located, never
-imported: it pulls in heavy dependencies), a wheel cached in the cache dir, or the Hugging Face
-cache, all local and instant; then the network: a wheel that pip downloads, then the Hub (the
-newest release, in no wheel, comes from the Hub alone). The wheel goes before the Hub so that a
-machine that reaches PyPI but not huggingface.co (CI) never waits on the client's retries (about
-23 s); the header says that a wheel's copy may predate NVIDIA's in-place corrections, and
-``hf download`` of the release's file puts the Hub's copy first. The datapack used is checked against the wheel's RECORD
+Hugging Face dataset (see hub), where NVIDIA corrects problems in place. So the Hub comes first,
+for every name (its client answers from its own cache when the Hub cannot be reached, and says
+so); only where neither the Hub nor that cache can answer is an older release read from the
+2026.1 wheel, where the user has it (the license forbids redistributing them): an installed
+``compute_eval`` package (located, never imported: it pulls in heavy dependencies), a wheel
+cached in the cache dir, or a wheel that pip downloads. The header says which, and that a
+wheel's copy may predate NVIDIA's corrections. Offline, the client retries the Hub for about
+23 s first; ``HF_HUB_OFFLINE=1`` spares that. The datapack used is checked against the wheel's RECORD
 and extracted alone into the cache (the benchmark reads datapacks from a path).
 
 Cache layout under ``<cache-dir>/computeeval/``: ``wheels/*.whl`` (and ``wheels/<version>.no-releases``
@@ -259,7 +259,15 @@ def ways_out(cache_dir: Path) -> str:
 
 
 def resolve(release: str, cache_dir: Path, announce: Announce) -> Resolved:
-    """The datapack of ``release``: installed package, else cached wheel, else pip download."""
+    """The problems of ``release``: the Hugging Face dataset (or its client's cache); where
+    neither has it, the 2026.1 wheel: installed, cached, or downloaded by pip."""
+    try:
+        return from_hub(release, announce)
+    except HarnessError as exc:
+        if release == hub.NEWEST:  # in no wheel
+            raise
+        away = exc
+    announce(f"codebench: the Hugging Face dataset cannot give release {release}; trying {PACKAGE}'s wheel")
     root = cache_dir / "computeeval"
     found = from_installed(release, root)
     if found is not None:
@@ -268,70 +276,47 @@ def resolve(release: str, cache_dir: Path, announce: Announce) -> Resolved:
     # Several xdist workers (or runs) resolve at once: one downloads, the others then find it.
     try:
         with FileLock(str(root / "resolve.lock"), timeout=PIP_TIMEOUT):
-            return _resolve_locked(release, cache_dir, root, announce)
+            return _from_wheels(release, cache_dir, root, away, announce)
     except Timeout:
         raise HarnessError(
             f"waited {PIP_TIMEOUT:.0f} s for another process resolving ComputeEval releases in {root}"
         ) from None
 
 
-def from_hub(release: str, announce: Announce, local_only: bool = False) -> Resolved:
-    """The release's problems.jsonl from the Hugging Face dataset, or its cache alone."""
-    if not local_only:
-        announce(f"codebench: getting ComputeEval release {release} from the Hugging Face dataset {hub.REPO}")
-    found = hub.download(release, local_only)
+def from_hub(release: str, announce: Announce) -> Resolved:
+    """The release's problems.jsonl from the Hugging Face dataset, or its client's cache."""
+    announce(f"codebench: getting ComputeEval release {release} from the Hugging Face dataset {hub.REPO}")
+    found = hub.download(release)
     return Resolved(release, found.path, HUB, None, f"{hub.REPO}:{found.filename}", revision=found.revision)
 
 
-def _resolve_locked(release: str, cache_dir: Path, root: Path, announce: Announce) -> Resolved:
-    if release == hub.NEWEST:  # in no wheel
-        return from_hub(release, announce)
+def _from_wheels(release: str, cache_dir: Path, root: Path, away: HarnessError, announce: Announce) -> Resolved:
+    """A cached wheel, else the newest one pip finds; ``away`` is why the Hub could not answer."""
     cached = cached_wheels(root)
     for wheel in cached:
         if release in wheel.releases:
             return extract(wheel, release, root, "cached wheel")
-    try:
-        return from_hub(release, announce, local_only=True)
-    except (hub.NotOnHub, hub.Unreachable):
-        pass  # not in the Hugging Face cache: the network next
+    hub_said = f"the Hugging Face dataset: {away}"
     try:
         wheel = download(root, announce)
     except HarnessError as exc:
-        return _hub_after_pip(release, cache_dir, cached, exc, announce)
+        if cached:  # offline, but what is here can still say which names exist
+            raise HarnessError(
+                f"--codebench-dataset: unknown ComputeEval release {release!r}: the cached {PACKAGE} "
+                f"{wheel_version(cached[0].path)} holds {', '.join(cached[0].releases)}, no newer "
+                f"version could be fetched ({exc}), and {hub_said}"
+            ) from None
+        raise HarnessError(
+            f"--codebench-dataset {release}: ComputeEval release {release!r} could not be had. {hub_said}. "
+            f"{PACKAGE} is not installed or cached, and downloading it with pip failed ({exc}). "
+            f"Or, {ways_out(cache_dir)}."
+        ) from None
     if release in wheel.releases:
         return extract(wheel, release, root, "downloaded wheel")
-    try:  # a release archived on the Hub after the newest wheel with releases
-        return from_hub(release, announce)
-    except (hub.NotOnHub, hub.Unreachable) as exc:
-        raise HarnessError(
-            f"--codebench-dataset: unknown ComputeEval release {release!r}: {PACKAGE} "
-            f"{wheel_version(wheel.path)} holds {', '.join(wheel.releases)}, and {exc}"
-        ) from None
-
-
-def _hub_after_pip(
-    release: str, cache_dir: Path, cached: list[Wheel], failure: HarnessError, announce: Announce
-) -> Resolved:
-    """No wheel could be had (``failure``): the Hub is the last place left."""
-    try:
-        return from_hub(release, announce)
-    except hub.Unreachable as exc:
-        raise HarnessError(
-            f"--codebench-dataset {release}: ComputeEval release {release!r} is not installed or cached, "
-            f"downloading {PACKAGE} with pip failed ({failure}), and {exc}. Or, {ways_out(cache_dir)}."
-        ) from None
-    except hub.NotOnHub:
-        pass  # no such release anywhere: what the wheels say
-    if cached:  # offline, but what is here can still say which names exist
-        raise HarnessError(
-            f"--codebench-dataset: unknown ComputeEval release {release!r}: the cached {PACKAGE} "
-            f"{wheel_version(cached[0].path)} holds {', '.join(cached[0].releases)}, and no newer "
-            f"version could be fetched ({failure})"
-        ) from None
     raise HarnessError(
-        f"--codebench-dataset {release}: ComputeEval release {release!r} is not installed or cached, "
-        f"and downloading {PACKAGE} with pip failed ({failure}). To get it, {ways_out(cache_dir)}."
-    ) from None
+        f"--codebench-dataset: unknown ComputeEval release {release!r}: {PACKAGE} "
+        f"{wheel_version(wheel.path)} holds {', '.join(wheel.releases)}, and {hub_said}"
+    )
 
 
 # -- the plugin's side ------------------------------------------------------------------------------
