@@ -44,6 +44,9 @@ class Outcome(enum.StrEnum):
     RUNTIME_ERROR = "runtime_error"
     NOT_FASTER = "not_faster"
     VACUOUS_TESTS = "vacuous_tests"
+    #: compute-sanitizer found errors (racecheck: or warnings) in a passing test, or could
+    #: not vouch for it (the gate fails closed).
+    SANITIZER_FAILED = "sanitizer_failed"
     #: The suite's own code changed how its tests are run or reported: a canary test the
     #: harness added came back wrong or missing, or its reporting plugin was not itself.
     TAMPERED = "tampered"

@@ -14,7 +14,7 @@ import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 from pytest_codebench.benchmark import Benchmark, Sample
 from pytest_codebench.case_images import named_image
@@ -25,7 +25,7 @@ from pytest_codebench.gpu import cuda
 from pytest_codebench.gpu.scheduler import GpuScheduler, parse_slots
 from pytest_codebench.grading import Grading, Step
 from pytest_codebench.once import SlotPool
-from pytest_codebench.options import BUILD_JOBS, CACHE_DIR, DATASET, KEEP_WORKSPACES, Option, bool_option, text_option
+from pytest_codebench.options import BUILD_JOBS, CACHE_DIR, DATASET, KEEP_WORKSPACES, Option, bool_option
 from pytest_codebench.reports.comparison import Row
 from pytest_codebench.reports.reporting import ItemResult, Summary
 from pytest_codebench.runners import Gpu, GpuProbe, Runner
@@ -33,8 +33,8 @@ from pytest_codebench.verdict import Outcome, Status, Verdict
 from pytest_codebench.workspace.cleanup import remove_tree
 from pytest_codebench.workspace.files import UnsafePath, guarded_paths, normalise, write_file
 
-from . import cutlass, patched, skip_missing, validation
-from .graded import write_graded_solutions
+from . import cutlass, patched, sanitizer, skip_missing, validation
+from .graded import GRADED_SOLUTIONS, write_graded_solutions
 from .guard import canary, link, main_guard, pycanary
 from .headers import system_headers
 from .loading import releases, specs
@@ -45,14 +45,7 @@ from .perf import phase as perf
 from .perf.phase import PERF, PERF_OPTIONS, PROFILER
 from .perf.scores import FAST_P, perf_columns
 from .reference import ReferenceCache, reference_key
-from .rules import (
-    SKIP_KIND,
-    honour_skip,
-    judge_test,
-    linked_libraries,
-    machine_cannot_grade,
-    shadowed_header,
-)
+from .rules import SKIP_KIND, honour_skip, judge_test, linked_libraries, machine_cannot_grade, shadowed_header
 from .skip_missing import UNANSWERED
 from .sourcecode import missing_references
 from .summary import NO_GPU, summarize, table_cells
@@ -82,12 +75,6 @@ GPU_SLOTS = Option(
     "N",
     ini_type="int",
 )
-GRADED_SOLUTIONS = text_option(
-    "graded-solutions",
-    "Write NVIDIA's <set>-graded-solutions.jsonl (one per solution set, NVIDIA's field names) into DIR.",
-    metavar="DIR",
-    grading=False,
-)
 
 
 class ComputeEval(Benchmark):
@@ -95,7 +82,8 @@ class ComputeEval(Benchmark):
     solution_keywords = ("baseline",)
     reads_folder = staticmethod(specs.is_tree)  # a tree of problem-spec folders
     default_dataset = "computeeval/sample-problems.tar.gz"
-    options = (RUN_WITHOUT_GPU, GPU_SHARE, GPU_SLOTS, GRADED_SOLUTIONS, validation.VALIDATE, *PERF_OPTIONS, UNANSWERED)
+    options: ClassVar[tuple[Option[Any], ...]] = (RUN_WITHOUT_GPU, GPU_SHARE, GPU_SLOTS, GRADED_SOLUTIONS)
+    options += (*PERF_OPTIONS, validation.VALIDATE, UNANSWERED, sanitizer.SANITIZER)
 
     def __init__(self, context: RunContext) -> None:
         super().__init__(context)
@@ -127,8 +115,10 @@ class ComputeEval(Benchmark):
         image, bad_image = named_image(record, "base_image")
         error = (problem.error if problem else None) or bad_image or sample.error
         # Build and test get one timeout each, for the solution and, after a failure, for the
-        # problem's reference (checked once per machine); then each timed run, where perf is on.
-        budget = 0.0 if error else 4 * timeout_of(record) + perf.budget(self.settings, record)
+        # problem's reference (checked once per machine); then the sanitizer gate and each
+        # timed run, where they are on.
+        gates = perf.budget(self.settings, record) + sanitizer.budget(self.settings, record)
+        budget = 0.0 if error else 4 * timeout_of(record) + gates
         # Under xdist an item may queue for a build slot or the GPU behind every other worker.
         waits = (self.context.workers - 1) * budget
         return Case(
@@ -245,6 +235,9 @@ class ComputeEval(Benchmark):
             tampered = (pycanary if python else canary).check(grading, host, timeout)
             if tampered is not None:
                 return grading.verdict(Outcome.TAMPERED, tampered)
+            gated = sanitizer.gate(grading, bool(gpus), lambda: self._gpu(gpus, wait))
+            if gated is not None:
+                return gated
         return grading.conclude(judged)
 
     def _against_the_reference(self, grading: Grading, verdict: Verdict) -> Verdict:

@@ -21,11 +21,19 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 from pytest_codebench.cases import Case
+from pytest_codebench.options import text_option
 from pytest_codebench.reports.reporting import ItemResult
 from pytest_codebench.sweeps.solution_sets import SolutionSet
 from pytest_codebench.verdict import Outcome, Status
 
 from .loading.records import timeout_of
+
+GRADED_SOLUTIONS = text_option(
+    "graded-solutions",
+    "Write NVIDIA's <set>-graded-solutions.jsonl (one per solution set, NVIDIA's field names) into DIR.",
+    metavar="DIR",
+    grading=False,
+)
 
 SUFFIXES = ("-solutions.tar.gz", ".tar.gz", ".jsonl")
 # NVIDIA's own text for a solution that lacks a required API (compute_eval/evaluators/base.py).
