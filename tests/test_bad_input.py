@@ -34,7 +34,7 @@ def test_bad_solution_lines_error_alone(pytester, codebench):
     assert status == {
         "T/1[0]": "passed",
         "T/2[0]": "error",
-        "T/2[1]": "error",
+        "T/2[1]": "failure",  # a patch solution that does not apply: the model's
         "T/2[2]": "passed",
         "answers.jsonl:2[0]": "error",
         "answers.jsonl:3[0]": "error",
@@ -45,8 +45,8 @@ def test_bad_solution_lines_error_alone(pytester, codebench):
     assert f"{solutions}:3: field 'task_id': missing" in message["answers.jsonl:3[0]"]
     assert f"{solutions}:4: field 'task_id': 'NOPE/9' is not a task of the dataset" in message["NOPE/9[0]"]
     assert f"{solutions}:5: field 'files[0].content': missing" in message["T/2[0]"]
-    assert f"{solutions}:6: field 'type': solution type 'patch' is not supported" in message["T/2[1]"]
-    run.result.assert_outcomes(passed=2, errors=5)
+    assert run.outcome("T/2[1]") == "invalid_solution" and "patch does not apply" in message["T/2[1]"]
+    run.result.assert_outcomes(passed=2, failed=1, errors=4)
 
 
 def test_bad_problem_lines_and_integrity_mismatch(pytester, codebench):
