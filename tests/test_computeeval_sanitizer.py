@@ -132,7 +132,9 @@ def test_only_a_test_that_writes_nvidias_coverage_report_is_asked_for_one():
     assert writes_coverage(writes) and not writes_coverage(packs.problem("T/1"))
 
 
-@pytest.mark.parametrize("log", sorted(RECORDED.glob("*.log")) or [None], ids=lambda path: getattr(path, "stem", "none"))
+@pytest.mark.parametrize(
+    "log", sorted(RECORDED.glob("*.log")) or [None], ids=lambda path: getattr(path, "stem", "none")
+)
 def test_outputs_recorded_on_a_gpu_machine_read_as_their_names_say(log):
     if log is None:
         pytest.skip(
@@ -159,7 +161,8 @@ def test_without_a_gpu_the_gate_is_skipped_with_the_machines_reason_never_failed
     gated = codebench(*args, FORCE, "--codebench-sanitizer=all")
     item = gated.items["T/1[0]"]
     assert item["status"] == "skipped"
-    assert "the sanitizer gate (memcheck,racecheck,synccheck,initcheck) cannot run here: no usable CUDA GPU" in (
-        item["message"]
+    assert (
+        "the sanitizer gate (memcheck,racecheck,synccheck,initcheck) cannot run here: no usable CUDA GPU"
+        in (item["message"])
     )
     assert gated.outcome("T/2[0]") == "test_failed"  # a failing test is failed before any gate
