@@ -38,6 +38,17 @@ def no_hugging_face(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.Te
     monkeypatch.delenv("HF_TOKEN", raising=False)
 
 
+@pytest.fixture
+def dead_index(monkeypatch: pytest.MonkeyPatch) -> None:
+    """pip as on a machine without internet: its only index is a port nothing listens on."""
+    monkeypatch.setenv("PIP_CONFIG_FILE", os.devnull)
+    monkeypatch.setenv("PIP_INDEX_URL", "http://127.0.0.1:9/simple")
+    monkeypatch.setenv("PIP_RETRIES", "0")
+    monkeypatch.setenv("PIP_TIMEOUT", "2")
+    for name in ("PIP_FIND_LINKS", "PIP_EXTRA_INDEX_URL", "PIP_NO_INDEX"):
+        monkeypatch.delenv(name, raising=False)
+
+
 @pytest.fixture(params=list(XDIST_MODES), ids=list(XDIST_MODES))
 def xdist_args(request: pytest.FixtureRequest) -> list[str]:
     return XDIST_MODES[request.param]

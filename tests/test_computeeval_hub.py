@@ -5,7 +5,6 @@ from the warm cache offline, and the two ways it cannot work, each one clear err
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -139,16 +138,10 @@ def test_the_revision_is_the_snapshot_folder_of_the_clients_cache():
 
 
 def test_an_older_release_comes_from_the_hub_before_any_wheel_and_offline_from_its_cache(
-    hub_server, pytester, codebench, monkeypatch
+    hub_server, pytester, codebench, monkeypatch, dead_index
 ):
     # NVIDIA corrects releases in place on the Hub: its copy wins over the 2026.1 wheel's, which
     # pip would find here (its only index is a port nothing listens on: asking it would show).
-    monkeypatch.setenv("PIP_CONFIG_FILE", os.devnull)
-    monkeypatch.setenv("PIP_INDEX_URL", "http://127.0.0.1:9/simple")
-    monkeypatch.setenv("PIP_RETRIES", "0")
-    monkeypatch.setenv("PIP_TIMEOUT", "2")
-    for name in ("PIP_FIND_LINKS", "PIP_EXTRA_INDEX_URL", "PIP_NO_INDEX"):
-        monkeypatch.delenv(name, raising=False)
     hub_server.publish({"data/archive/2025-1/problems.jsonl": packs.jsonl(_problems())})
     args = [a.replace("2026-2", "2025-1") for a in _args(pytester, "r.json", FORCE, "--codebench-store=off")]
     first = codebench(*args)

@@ -244,7 +244,7 @@ def _verdicts(pytester: pytest.Pytester, name: str, release: str, cache: Path, *
 @pytest.mark.slow
 @pytest.mark.parametrize("release", RELEASES)
 def test_the_hub_path_gives_the_same_problems_and_verdicts_as_the_wheel(
-    release, releases, sample, release_cache, pytester, monkeypatch
+    release, releases, sample, release_cache, pytester, monkeypatch, request
 ):
     """Done when of issue 23: the wheel's release reshaped into the dataset's layout
     (data/archive/<release>/problems.jsonl, bare JSON lines) and served by a Hub of our own
@@ -261,12 +261,7 @@ def test_the_hub_path_gives_the_same_problems_and_verdicts_as_the_wheel(
         monkeypatch.setenv("HF_TOKEN", TOKEN)
         monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
         # No wheel here and pip's index dead: the Hub is the only place left.
-        monkeypatch.setenv("PIP_CONFIG_FILE", os.devnull)
-        monkeypatch.setenv("PIP_INDEX_URL", "http://127.0.0.1:9/simple")
-        monkeypatch.setenv("PIP_RETRIES", "0")
-        monkeypatch.setenv("PIP_TIMEOUT", "2")
-        for name in ("PIP_FIND_LINKS", "PIP_EXTRA_INDEX_URL", "PIP_NO_INDEX"):
-            monkeypatch.delenv(name, raising=False)
+        request.getfixturevalue("dead_index")
         output, hubbed = _verdicts(pytester, "hub", release, pytester.path / "empty-cache", *chosen)
     assert f"from {hub.REPO}:data/archive/{release}/problems.jsonl, revision {server.commit}" in output
     assert (hubbed["release"]["source"], hubbed["release"]["revision"]) == ("hugging face hub", server.commit)

@@ -63,17 +63,6 @@ def distribution(version: str, members: dict[str, bytes], tamper: str | None) ->
 
 
 @pytest.fixture
-def dead_index(monkeypatch: pytest.MonkeyPatch) -> None:
-    """pip as on a machine without internet: its only index is a port nothing listens on."""
-    monkeypatch.setenv("PIP_CONFIG_FILE", os.devnull)
-    monkeypatch.setenv("PIP_INDEX_URL", "http://127.0.0.1:9/simple")
-    monkeypatch.setenv("PIP_RETRIES", "0")
-    monkeypatch.setenv("PIP_TIMEOUT", "2")
-    for name in ("PIP_FIND_LINKS", "PIP_EXTRA_INDEX_URL", "PIP_NO_INDEX"):
-        monkeypatch.delenv(name, raising=False)
-
-
-@pytest.fixture
 def local_index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """pip's only source is a folder of wheels (what PyPI holds, in small): a newest version
     with no wheel at all, a newer one without releases, the other package line, and 2026.1
