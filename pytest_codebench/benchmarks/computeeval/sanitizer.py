@@ -140,12 +140,12 @@ def gate(grading: Grading, have_gpu: bool, gpu_slot: GpuSlot) -> Verdict | None:
     tools = grading.context.settings[SANITIZER]
     if not tools:
         return None
-    why_not = "no usable CUDA GPU" if not have_gpu else None
     binary = _binary(grading) if have_gpu else None
-    if have_gpu and binary is None:
-        why_not = "compute-sanitizer is not found where the tests run (PATH, /usr/local/cuda/bin)"
     if binary is None:
-        reason = f"the sanitizer gate ({','.join(tools)}) cannot run here: {why_not}"
+        why_not = "compute-sanitizer is not found where the tests run (PATH, /usr/local/cuda/bin)"
+        reason = (
+            f"the sanitizer gate ({','.join(tools)}) cannot run here: {why_not if have_gpu else 'no usable CUDA GPU'}"
+        )
         return grading.verdict(Outcome.SKIPPED, reason, excused=True)
     record = grading.case.record
     expects = writes_coverage(record)
