@@ -1,6 +1,7 @@
 """The benchmark-neutral speedup measure (pytest_codebench.benchmarks.speedup): interleaved trials, the
-paired ratio's interval, start-up taken out, and adaptive trials that stop once the interval
-has decided, on made-up times (a deterministic fake measure: no process, no clock)."""
+paired ratio's bounds, start-up taken out, and adaptive trials that stop once the bounds have
+decided, on made-up times (a deterministic fake measure: no process, no clock). The bounds'
+own rule is tested in test_signs.py."""
 
 from __future__ import annotations
 
@@ -14,25 +15,30 @@ from pytest_codebench.benchmarks.speedup import (
     Interval,
     Stopping,
     Trials,
-    bootstrap_ratio,
     decision,
     describe_trials,
     interleave,
     net_ratio,
     noise_floor,
+    ratio_interval,
     speedup_figures,
     timed_trials,
     trial_figures,
     trial_metrics,
 )
+from pytest_codebench.stats.signs import Looks
+
+FIVE = Looks(5, 5)  # one look, after five trials
 
 # -- the measure, moved from PIE unchanged ------------------------------------------------------
 
 
-def test_the_interval_is_the_bootstrap_of_the_paired_ratios() -> None:
-    speedup, low, high = bootstrap_ratio([10.0, 11.0, 9.0, 10.5, 12.0], [5.0, 5.5, 4.5, 5.0, 4.0])
-    assert speedup == 2.0 and low == 2.0 and high == 3.0  # paired ratios 2, 2, 2, 2.1, 3
-    assert bootstrap_ratio([3.0], [1.5]) == (2.0, 2.0, 2.0)
+def test_the_interval_bounds_the_median_of_the_paired_ratios() -> None:
+    speedup, low, high = ratio_interval([10.0, 11.0, 9.0, 10.5, 12.0], [5.0, 5.5, 4.5, 5.0, 4.0], FIVE)
+    assert speedup == 2.0 and low == 2.0 and high == 3.0  # paired ratios 2, 2, 2, 2.1, 3: five of five
+    assert ratio_interval([3.0], [1.5], None) == (2.0, 2.0, 2.0)  # one exact count
+    with pytest.raises(ValueError, match="2 measures given as one exact one"):
+        ratio_interval([3.0, 3.0], [1.5, 1.5], None)
 
 
 def test_interleaving_rotates_the_order_and_sums_each_trial() -> None:
@@ -62,11 +68,12 @@ def test_the_noise_floor_and_the_net_ratio() -> None:
     startup = [40.0, 42.0, 44.0]
     assert noise_floor(startup, runs=2) == 6.0
     assert noise_floor([40.0], runs=5) == 5.0  # one trial: no spread, 1 ms a run
-    slow = [140.0, 142.0, 144.0]  # 100 ms of work a trial
-    assert net_ratio(slow, [45.0, 47.0, 49.0], startup, 6.0) is None  # 5 ms of work: noise
-    assert net_ratio(slow, [60.0, 62.0, 64.0], startup, 6.0) == (5.0, 5.0, 5.0)
+    startup += [42.0, 42.0]  # five trials: the fewest that bound anything at 5%
+    slow = [140.0, 142.0, 144.0, 142.0, 142.0]  # 100 ms of work a trial
+    assert net_ratio(slow, [45.0, 47.0, 49.0, 47.0, 47.0], startup, 6.0, FIVE) is None  # 5 ms of work: noise
+    assert net_ratio(slow, [60.0, 62.0, 64.0, 62.0, 62.0], startup, 6.0, FIVE) == (5.0, 5.0, 5.0)
     # One trial dips below the floor: it counts at the floor, and the interval stays finite.
-    dipped = net_ratio(slow, [60.0, 44.0, 64.0], startup, 6.0)
+    dipped = net_ratio(slow, [60.0, 44.0, 64.0, 62.0, 62.0], startup, 6.0, FIVE)
     assert dipped is not None
     point, low, high = dipped
     assert point == 5.0 and low == 5.0 and high == pytest.approx(100 / 6)
@@ -74,14 +81,18 @@ def test_the_noise_floor_and_the_net_ratio() -> None:
 
 def test_the_speedup_counts_startup_and_the_net_one_is_apart() -> None:
     # PIE's real case, over 5 tests: 735 ms against 218 ms, start-up ~210 ms of it.
-    startup = [210.0, 214.0, 206.0]
-    totals = {"input": [735.0, 740.0, 730.0], "candidate": [218.0, 221.0, 215.0], "reference": [400.0, 404.0, 396.0]}
-    figures: dict[str, Any] = speedup_figures(totals, startup, noise_floor(startup, runs=5))
+    startup = [210.0, 214.0, 206.0, 210.0, 210.0]
+    totals = {
+        "input": [735.0, 740.0, 730.0, 735.0, 735.0],
+        "candidate": [218.0, 221.0, 215.0, 218.0, 218.0],
+        "reference": [400.0, 404.0, 396.0, 400.0, 400.0],
+    }
+    figures: dict[str, Any] = speedup_figures(totals, startup, noise_floor(startup, runs=5), FIVE)
     assert figures["speedup"] == 3.3716 and 3.3 < figures["ci_low"] <= figures["ci_high"] < 3.4
     assert figures["net_speedup"] is None and figures["net_ci_low"] is None  # 8 ms of own work, floor 12 ms
     assert figures["reference_speedup"] == 1.8375 and figures["reference_net_speedup"] == 2.7632
     # C++: no interpreter, no net figures at all.
-    assert "net_speedup" not in speedup_figures({"input": [10.0], "candidate": [5.0]}, None, 0.0)
+    assert "net_speedup" not in speedup_figures({"input": [10.0], "candidate": [5.0]}, None, 0.0, None)
 
 
 # -- when timing may stop: the rule on made-up intervals ---------------------------------------
@@ -115,6 +126,8 @@ def test_the_interval_decides_once_no_bar_is_within_it_or_it_is_narrow(
 def test_every_ignored_trial_must_leave_one_that_counts() -> None:
     with pytest.raises(ValueError, match="3 ignored trials of at most 3: none would count"):
         Stopping(bars=(1.0,), cap=3, ignore=3)
+    with pytest.raises(ValueError, match="4 trials cannot bound a median at 5%: at least 5 are needed"):
+        Stopping(bars=(1.0,), cap=6, ignore=2)
 
 
 # -- adaptive trials with a fake measure -------------------------------------------------------
@@ -161,11 +174,13 @@ def wobble(centre: float, spread: float) -> Iterator[float]:
     ],
 )
 def test_clear_cases_stop_after_the_fewest_trials(ratios: Iterator[float], stop: str) -> None:
+    # Over 19 looks (trials 5 to 23 of those kept) the spent level needs six of six: five of
+    # five would be a 3.1% chance at each of many looks.
     trials, calls = trials_of(ratios, Stopping(bars=(1.0, 1.1), min_trials=5, cap=25, ignore=2))
-    assert (trials.stop, trials.run, trials.cap) == (stop, 7, 25)  # 2 ignored, then 5 that decided
-    assert len(calls) == 7 * 2 * len(UNITS)
-    assert {len(times) for times in trials.totals.values()} == {5}  # the ignored ones dropped
-    assert trial_figures(trials) == {"trials": 7, "trials_cap": 25, "trials_stop": stop}
+    assert (trials.stop, trials.run, trials.cap) == (stop, 8, 25)  # 2 ignored, then 6 that decided
+    assert len(calls) == 8 * 2 * len(UNITS)
+    assert {len(times) for times in trials.totals.values()} == {6}  # the ignored ones dropped
+    assert trial_figures(trials) == {"trials": 8, "trials_cap": 25, "trials_stop": stop, "trials_level": 0.05}
 
 
 def test_a_case_near_a_bar_runs_until_it_is_decided() -> None:
@@ -204,8 +219,9 @@ def test_adaptive_trials_keep_the_rotation_from_trial_to_trial() -> None:
         return {"a": 30.0, "b": 10.0, "c": 20.0}[contender]
 
     contenders = ["a", "b", "c"]
-    trials = timed_trials(contenders, UNITS, measure, Stopping(bars=(1.0,), min_trials=4, cap=10), ("a", "b"))
-    assert trials.stop == "above 1" and trials.run == 4
+    stopping = Stopping(bars=(1.0,), min_trials=4, cap=10)
+    trials = timed_trials(contenders, UNITS, measure, stopping, ("a", "b"))
+    assert trials.stop == "above 1" and trials.run == min(n for n in range(4, 11) if stopping.looks().rank(n))
     per_trial = [calls[i : i + 3 * len(UNITS)] for i in range(0, len(calls), 3 * len(UNITS))]
     for index, trial in enumerate(per_trial):
         shift = index % 3
@@ -218,9 +234,9 @@ def test_adaptive_trials_keep_the_rotation_from_trial_to_trial() -> None:
 
 def test_the_trials_line_sums_the_timed_items() -> None:
     figures: list[dict[str, Any]] = [
-        {"trials": 6, "trials_cap": 25, "trials_stop": "above 1.1", "speedup": 2.0},
-        {"trials": 25, "trials_cap": 25, "trials_stop": "cap"},
-        {"trials": 7, "trials_cap": 25, "trials_stop": "above 1.1"},
+        {"trials": 6, "trials_cap": 25, "trials_stop": "above 1.1", "speedup": 2.0, "trials_level": 0.05},
+        {"trials": 25, "trials_cap": 25, "trials_stop": "cap", "trials_level": 0.05},
+        {"trials": 7, "trials_cap": 25, "trials_stop": "above 1.1", "trials_level": 0.05},
         {"metric": "instructions (perf)", "trials": 1},  # counted, not timed: not in the sum
         {},  # never measured (a wrong candidate)
     ]
@@ -232,6 +248,7 @@ def test_the_trials_line_sums_the_timed_items() -> None:
         "stops": {"above 1.1": 2, "cap": 1},
     }
     assert describe_trials(figures) == [
-        "trials: 38 of at most 75 run (49.3% saved) over 3 timed items; stopped at: above 1.1 (2), cap (1)"
+        "trials: 38 of at most 75 run (49.3% saved) over 3 timed items; stopped at: above 1.1 (2), cap (1); "
+        "a speedup's bounds are exact sign-test bounds at 5% each side, valid at every look"
     ]
     assert describe_trials(figures[3:]) == []

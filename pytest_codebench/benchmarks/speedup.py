@@ -1,16 +1,19 @@
 """How much faster one program is than another, for any benchmark (PIE's programs, ComputeEval's
 perf phase): paired, interleaved timing, its interval, and when to stop timing.
 
-:func:`interleave` runs contenders side by side within each trial, :func:`bootstrap_ratio`
-gives the median of the paired per-trial ratios with a 95% interval, :func:`noise_floor` and
-:func:`net_ratio` the ratio with interpreter start-up taken out, where it means something, and
-:func:`speedup_figures` all of it as report figures.
+:func:`interleave` runs contenders side by side within each trial, :func:`ratio_interval`
+gives the median of the paired per-trial ratios with its bounds (an exact sign-test bound at
+each end, its level spent over the looks of adaptive stopping: :mod:`pytest_codebench.stats.signs`),
+:func:`noise_floor` and :func:`net_ratio` the ratio with interpreter start-up taken out, where
+it means something, and :func:`speedup_figures` all of it as report figures.
 
 Adaptive trials: :func:`timed_trials` interleaves one trial at a time and stops once the
-interval of the ratio that matters has decided the question (:func:`decision`: wholly above or
+bounds of the ratio that matters have decided the question (:func:`decision`: wholly above or
 below every bar that a verdict or a metric compares against, or narrower than a set width),
-else at a cap. :func:`trial_figures` and :func:`describe_trials` say how many trials ran and
-why they stopped. Nothing here knows a benchmark.
+else at a cap. Whatever stops it, "above p" is claimed at most 5% of the time where the true
+median ratio is p: the bounds are valid at every look. :func:`trial_figures` and
+:func:`describe_trials` say how many trials ran, why they stopped, and at what level. Nothing
+here knows a benchmark.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any, Generic, TypedDict, TypeVar
 
 from ..options import Option, bool_option, positive
+from ..stats.signs import LEVEL, Looks, median_bounds
 
 BOOTSTRAP_RESAMPLES = 2000
 # A net time within this many standard deviations of the bare interpreter's is noise.
@@ -74,17 +78,17 @@ def bootstrap_median(values: list[float], level: float = 0.95, seed: int = 0) ->
     return point, resampled[int(tail * len(resampled))], resampled[int((1 - tail) * len(resampled)) - 1]
 
 
-def bootstrap_ratio(slow: list[float], fast: list[float], seed: int = 0) -> Interval:
-    """The median of the paired per-trial ratios slow / fast, and its 95% percentile bootstrap
-    interval. Within a trial the programs run side by side, so what drifts between trials
-    (load, clock, cache) cancels in each ratio."""
+def ratio_interval(slow: list[float], fast: list[float], looks: Looks | None) -> Interval:
+    """The median of the paired per-trial ratios slow / fast, and its bounds, each one-sided at
+    ``looks.level`` and valid at every look (:func:`~pytest_codebench.stats.signs.median_bounds`).
+    Within a trial the programs run side by side, so what drifts between trials (load, clock,
+    cache) cancels in each ratio. ``looks`` None: one exact measure each (instruction counts)."""
     ratios = [s / f for s, f in zip(slow, fast, strict=True)]
-    point = statistics.median(ratios)
-    if len(ratios) < 2:
-        return point, point, point
-    rng = random.Random(seed)
-    resampled = sorted(statistics.median(rng.choices(ratios, k=len(ratios))) for _ in range(BOOTSTRAP_RESAMPLES))
-    return point, resampled[int(0.025 * len(resampled))], resampled[int(0.975 * len(resampled)) - 1]
+    if looks is None:
+        if len(ratios) != 1:
+            raise ValueError(f"{len(ratios)} measures given as one exact one")
+        return ratios[0], ratios[0], ratios[0]
+    return median_bounds(ratios, looks)
 
 
 def noise_floor(startup: list[float], runs: int) -> float:
@@ -94,7 +98,9 @@ def noise_floor(startup: list[float], runs: int) -> float:
     return max(NOISE_SIGMAS * spread, MIN_NOISE_MS * runs)
 
 
-def net_ratio(slow: list[float], fast: list[float], startup: list[float], floor: float) -> Interval | None:
+def net_ratio(
+    slow: list[float], fast: list[float], startup: list[float], floor: float, looks: Looks | None
+) -> Interval | None:
     """The speedup with start-up taken out of both sides, or None when either side's median
     net time is at or below ``floor``: a ratio of noise means nothing. A trial below the floor
     counts at the floor, so that every ratio, and the interval, stays finite."""
@@ -102,21 +108,25 @@ def net_ratio(slow: list[float], fast: list[float], startup: list[float], floor:
     net_fast = [time - base for time, base in zip(fast, startup, strict=True)]
     if statistics.median(net_slow) <= floor or statistics.median(net_fast) <= floor:
         return None
-    return bootstrap_ratio([max(t, floor) for t in net_slow], [max(t, floor) for t in net_fast])
+    return ratio_interval([max(t, floor) for t in net_slow], [max(t, floor) for t in net_fast], looks)
 
 
-def speedup_figures(totals: Mapping[str, list[float]], startup: list[float] | None, floor: float) -> Figures:
+def speedup_figures(
+    totals: Mapping[str, list[float]], startup: list[float] | None, floor: float, looks: Looks | None
+) -> Figures:
     """The candidate's and the reference's speedups over the slow program (``input``), from
     the per-trial totals of each: PIE's (whole process, start-up included) as ``speedup``
     with ``ci_low``/``ci_high``, and, where start-up was measured, ``net_speedup`` with
-    ``net_ci_low``/``net_ci_high`` (None: not meaningful). The reference's are prefixed."""
+    ``net_ci_low``/``net_ci_high`` (None: not meaningful). The reference's are prefixed. The
+    bounds are :func:`ratio_interval`'s under ``looks`` (None: exact counts)."""
     figures: Figures = {}
     for tag, prefix in (("candidate", ""), ("reference", "reference_")):
         if tag not in totals:
             continue
-        figures.update(interval_figures(prefix, bootstrap_ratio(totals["input"], totals[tag])))
+        figures.update(interval_figures(prefix, ratio_interval(totals["input"], totals[tag], looks)))
         if startup is not None:
-            figures.update(interval_figures(f"{prefix}net_", net_ratio(totals["input"], totals[tag], startup, floor)))
+            net = net_ratio(totals["input"], totals[tag], startup, floor, looks)
+            figures.update(interval_figures(f"{prefix}net_", net))
     return figures
 
 
@@ -144,10 +154,18 @@ class Stopping:
     # The first trials run but are dropped (warm-up). A field here rather than a parameter of
     # timed_trials, which would otherwise take six.
     ignore: int = 0
+    level: float = LEVEL  # each bound's one-sided level, over every look
 
     def __post_init__(self) -> None:
         if not 0 <= self.ignore < self.cap:
             raise ValueError(f"{self.ignore} ignored trials of at most {self.cap}: none would count")
+        self.looks()  # too few trials to bound anything at the level is a mistake in the settings
+
+    def looks(self) -> Looks:
+        """Where the bounds may be read, counting the kept trials: after each from
+        ``min_trials`` to the cap when adaptive, else only at the cap."""
+        kept = self.cap - self.ignore
+        return Looks(min(max(self.min_trials, 1), kept) if self.adaptive else kept, kept, self.level)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -158,6 +176,7 @@ class Trials(Generic[C]):
     stop: str  # "above 1.1" | "below 1" | "between 1 and 1.1" | "narrow" | "cap" | "fixed"
     run: int  # trials run (ignored ones included)
     cap: int
+    looks: Looks  # where the bounds were read: a ratio's interval from ``totals`` must use these
 
 
 def decision(interval: Interval, stopping: Stopping) -> str | None:
@@ -189,11 +208,12 @@ def timed_trials(
     pair: tuple[C, C],
 ) -> Trials[C]:
     """:func:`interleave`, one trial at a time, until :func:`decision` on the interval of
-    ``pair``'s ratio (``pair[0]``'s totals over ``pair[1]``'s, as :func:`bootstrap_ratio`
-    gives it and with its seed, so that the interval reported from the same totals is the one
-    that decided) once ``stopping.min_trials`` trials beyond the ignored ones are in; at most
-    ``stopping.cap`` trials. Not adaptive: exactly ``cap``."""
+    ``pair``'s ratio (``pair[0]``'s totals over ``pair[1]``'s, as :func:`ratio_interval`
+    gives it under ``stopping.looks()``, which the result carries: the interval reported from
+    the same totals is the one that decided) once ``stopping.min_trials`` trials beyond the
+    ignored ones are in; at most ``stopping.cap`` trials. Not adaptive: exactly ``cap``."""
     stop = "cap" if stopping.adaptive else "fixed"
+    looks = stopping.looks()
 
     def decided(totals: Mapping[C, list[float]]) -> bool:
         nonlocal stop
@@ -201,7 +221,7 @@ def timed_trials(
         if not stopping.adaptive or kept < max(stopping.min_trials, 1):
             return False
         found = decision(
-            bootstrap_ratio(totals[pair[0]][stopping.ignore :], totals[pair[1]][stopping.ignore :]), stopping
+            ratio_interval(totals[pair[0]][stopping.ignore :], totals[pair[1]][stopping.ignore :], looks), stopping
         )
         if found is not None and stopping.settled is not None and not stopping.settled():
             return False
@@ -211,12 +231,18 @@ def timed_trials(
     totals = interleave(contenders, units, stopping.cap, measure, decided)
     run = len(totals[pair[0]])
     kept = {contender: times[stopping.ignore :] for contender, times in totals.items()}
-    return Trials(kept, stop, run, stopping.cap)
+    return Trials(kept, stop, run, stopping.cap, looks)
 
 
 def trial_figures(trials: Trials[Any]) -> Figures:
-    """How many trials ran, of how many at most, and why they stopped: an item's figures."""
-    return {"trials": trials.run, "trials_cap": trials.cap, "trials_stop": trials.stop}
+    """How many trials ran, of how many at most, why they stopped, and the one-sided level of
+    each bound: an item's figures."""
+    return {
+        "trials": trials.run,
+        "trials_cap": trials.cap,
+        "trials_stop": trials.stop,
+        "trials_level": trials.looks.level,
+    }
 
 
 class TrialMetrics(TypedDict):
@@ -248,15 +274,22 @@ def trial_metrics(figures: Sequence[Mapping[str, Any]]) -> TrialMetrics:
 
 
 def describe_trials(figures: Sequence[Mapping[str, Any]]) -> list[str]:
-    """The summary line on trials: how many ran of the caps, the share saved, and the items by
-    why their timing stopped. No line where nothing was timed."""
+    """The summary line on trials: how many ran of the caps, the share saved, the items by why
+    their timing stopped, and the level of the bounds. No line where nothing was timed."""
     metrics = trial_metrics(figures)
     if not metrics["items"]:
         return []
     stops = ", ".join(f"{stop} ({count})" for stop, count in metrics["stops"].items())
+    levels = sorted({float(f["trials_level"]) for f in figures if "trials_level" in f})
+    promise = (
+        f"; a speedup's bounds are exact sign-test bounds at {'/'.join(f'{level:.0%}' for level in levels)} "
+        "each side, valid at every look"
+        if levels
+        else ""
+    )
     return [
         f"trials: {metrics['run']} of at most {metrics['cap']} run ({metrics['saved']:g}% saved) over "
-        f"{metrics['items']} timed items; stopped at: {stops}"
+        f"{metrics['items']} timed items; stopped at: {stops}{promise}"
     ]
 
 

@@ -31,6 +31,7 @@ from pytest_codebench.options import ADAPTIVE_TRIALS, DATASET, OUTPUT_LIMIT, SOL
 from pytest_codebench.reports.comparison import Row
 from pytest_codebench.reports.reporting import ItemResult, Summary
 from pytest_codebench.runners import Runner
+from pytest_codebench.stats.signs import Looks
 from pytest_codebench.sweeps.solution_sets import SolutionSet, sweep
 from pytest_codebench.verdict import Outcome, Verdict
 
@@ -96,6 +97,10 @@ class Pie(Benchmark):
 
     def load(self) -> Dataset:
         path = self.dataset_path()
+        timed = self.config.num_trials - self.config.ignore_first_k
+        if self.settings[PIE_METRIC] == "wall" and timed < Looks.fewest():
+            why = f"{timed} timed trials (num_trials less ignore_first_k) cannot show a speedup at the 5% level"
+            raise DatasetError(self.config_path, f"{why}: at least {Looks.fewest()} are needed", field="num_trials")
         loader = Loader(self.config, self.config_path, counted=self.settings[PIE_METRIC] == "instructions")
 
         def cases_of(solutions: SolutionSet) -> list[Case]:

@@ -48,7 +48,11 @@ def time_programs(sandbox: Sandbox, programs: list[Program], tests: list[int], s
     totals = {_tag(program): sums for program, sums in trials.totals.items()}
     startup = totals.pop("startup", None)
     floor = noise_floor(startup, len(tests)) if startup else 0.0
-    figures: Figures = {"metric": "wall", **trial_figures(trials), **speedup_figures(totals, startup, floor)}
+    figures: Figures = {
+        "metric": "wall",
+        **trial_figures(trials),
+        **speedup_figures(totals, startup, floor, trials.looks),
+    }
     if startup:
         figures["startup_ms"] = round(statistics.median(startup) / len(tests), 3)  # a run's
         figures["noise_floor_ms"] = round(floor, 3)  # a trial's, as the times below
@@ -84,7 +88,7 @@ def count_instructions(sandbox: Sandbox, programs: list[Program], tests: list[in
         why = incredible((counts[slow][0], cpu[slow]), (counts["candidate"][0], cpu["candidate"]), bare, len(tests))
         if why is not None:
             raise CandidateFailed(tests[-1], Failure(Outcome.INVALID_SOLUTION, why), candidate_runs[-1].run)
-    figures.update(speedup_figures(counts, startup, COUNT_NOISE * startup[0] if startup else 0.0))
+    figures.update(speedup_figures(counts, startup, COUNT_NOISE * startup[0] if startup else 0.0, None))
     figures.update({f"{tag}_instructions": count[0] for tag, count in counts.items()})
     return figures
 

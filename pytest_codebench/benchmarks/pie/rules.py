@@ -107,11 +107,14 @@ def judge(run: ProgramRun, expected: str, max_time: float) -> Failure | None:
 
 def speed_verdict(figures: Mapping[str, Any], bar: float) -> tuple[Outcome, str]:
     """Whether a correct candidate is faster, from its measured figures (``speedup`` with
-    ``ci_low``/``ci_high`` and ``metric``; ``net_speedup`` where start-up was measured, None
-    when not meaningful): faster means a speedup of at least ``bar`` beyond noise, the whole
-    95% interval above 1 (exact in instruction mode)."""
+    ``ci_low``/``ci_high`` and ``metric``, ``trials_level`` where timed; ``net_speedup`` where
+    start-up was measured, None when not meaningful): faster means a speedup of at least
+    ``bar`` beyond noise, the low bound above 1 (a one-sided bound at ``trials_level``, valid
+    however early the trials stopped; exact in instruction mode)."""
     speedup = float(figures["speedup"])
-    reason = f"speedup {speedup:.3f}x [{figures['ci_low']:.3f}, {figures['ci_high']:.3f}] ({figures['metric']})"
+    level = figures.get("trials_level")
+    bounds = f"; bounds {1 - float(level):.0%} each side" if level is not None else ""
+    reason = f"speedup {speedup:.3f}x [{figures['ci_low']:.3f}, {figures['ci_high']:.3f}] ({figures['metric']}{bounds})"
     passed = speedup >= bar and float(figures["ci_low"]) > 1.0
     if not passed:
         reason += f": needs a speedup of at least {bar:g}x with its interval above 1.0x"

@@ -29,7 +29,7 @@ from pytest_codebench.benchmarks.speedup import (
     ACCEPT_SUSPECT,
     MAX_SPEEDUP,
     Stopping,
-    bootstrap_ratio,
+    ratio_interval,
     timed_trials,
     trial_figures,
 )
@@ -45,8 +45,9 @@ from pytest_codebench.options import (
     Settings,
     bool_option,
     choice,
-    int_option,
+    positive,
 )
+from pytest_codebench.stats.signs import Looks
 from pytest_codebench.verdict import Outcome
 from pytest_codebench.workspace.cleanup import remove_tree
 
@@ -70,6 +71,14 @@ def _warmups(text: str) -> int:
     return value
 
 
+def _trials(text: str) -> int:
+    """A trial cap that can bound a speedup at the default level."""
+    value = positive(int)(text)
+    if value < Looks.fewest():
+        raise ValueError(f"{value} trials cannot bound a speedup at the 5% level: at least {Looks.fewest()} are needed")
+    return value
+
+
 PERF = bool_option(
     "perf",
     "Time each passed item's benchmark_command against the problem's reference (speedup, fast_p).",
@@ -82,8 +91,14 @@ PROFILER = Option(
     choice("cupti", "ncu", "none"),
     "cupti|ncu|none",
 )
-PERF_TRIALS = int_option(
-    "perf-trials", "At most N timed trials (a reference and a solution run each) per item.", default=20
+PERF_TRIALS = Option(
+    "perf-trials",
+    f"At most N timed trials (a reference and a solution run each) per item; at least {Looks.fewest()}, the "
+    "fewest that can bound a speedup at the 5% level.",
+    20,
+    _trials,
+    "N",
+    ini_type="int",
 )
 PERF_WARMUP = Option(
     "perf-warmup", "Warm-up pairs of runs before the trials (not counted).", 1, _warmups, "N", ini_type="int"
@@ -167,7 +182,7 @@ def _timed(grading: Grading, host: Host, built: Path, mode: TimingMode) -> dict[
         pair = (REFERENCE, SOLUTION)
         trials = timed_trials(pair, [None], lambda side, _: bench.measure(side), stopping, pair)
     reference, solution = bench.side(REFERENCE), bench.side(SOLUTION)
-    point, low, high = bootstrap_ratio(trials.totals[REFERENCE], trials.totals[SOLUTION])
+    point, low, high = ratio_interval(trials.totals[REFERENCE], trials.totals[SOLUTION], trials.looks)
     figures: dict[str, float | str] = {
         "solution_ms": round(statistics.median(solution.ms), 4),
         "baseline_ms": round(statistics.median(reference.ms), 4),
