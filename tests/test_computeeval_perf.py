@@ -472,7 +472,7 @@ def test_timing_holds_its_gpu_alone_while_tests_share_theirs_within_the_slots(py
     solutions = [perf_packs.solution(p["task_id"], sleeper(40)) for p in problems]
     args = perf_packs.write(pytester, problems, solutions)
     # The commands log outside their workspaces, which the local sandbox forbids.
-    options = ("--codebench-sandbox", "none", "--codebench-gpu-slots", "2", "--codebench-perf-trials", "3")
+    options = ("--codebench-sandbox", "none", "--codebench-gpu-slots", "2", "--codebench-perf-trials", "5")
     result = pytester.runpytest_subprocess("--codebench=computeeval", "-n", "4", PERF, *options, *args)
     result.assert_outcomes(passed=8)
     intervals: dict[tuple[str, str], list[tuple[str, int, int]]] = {}  # (kind, gpu) -> (task, start, end)
@@ -525,6 +525,7 @@ def test_a_bad_timing_mode_is_an_error_of_its_problem_alone(pytester, codebench)
     [
         ("--codebench-perf-warmup", "-1", "must be 0 or more, not -1"),
         ("--codebench-perf-trials", "0", "must be above 0"),
+        ("--codebench-perf-trials", "4", "4 trials cannot bound a speedup at the 5% level: at least 5 are needed"),
         ("--codebench-max-speedup", "0", "must be above 0"),
         ("--codebench-profiler", "nsys", "expected one of cupti, ncu, none"),
     ],

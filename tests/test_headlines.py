@@ -44,7 +44,11 @@ def test_pie_says_which_failed_items_its_correct_counts_and_why_the_others_faile
 ) -> None:
     # The slow program itself (right, not faster: not_faster) first, then a wrong one.
     config = write_pie(
-        pytester.path, [{"input": SLOW, "generated_answers": [SLOW, WRONG]}], sizes=(2000,), num_trials=2
+        pytester.path,
+        [{"input": SLOW, "generated_answers": [SLOW, WRONG]}],
+        sizes=(2000,),
+        num_trials=5,
+        ignore_first_k=0,
     )
     run = codebench("--codebench-config", str(config), "--codebench-store", "off", benchmark="pie")
     assert {name: item["properties"]["category"] for name, item in run.items.items()} == {

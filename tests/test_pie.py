@@ -210,13 +210,15 @@ def test_pies_report_and_the_json_report(pytester: pytest.Pytester, pie: PieRun)
 
 
 def test_config_keys_are_pies_and_can_be_overridden(pytester: pytest.Pytester, pie: PieRun) -> None:
-    config = write_pie(pytester.path, [{"input": SLOW, "generated_answers": FAST}], num_trials=3)
+    config = write_pie(pytester.path, [{"input": SLOW, "generated_answers": FAST}], num_trials=5, ignore_first_k=0)
     (pytester.path / "bad").mkdir()
     run = pie(write_pie(pytester.path / "bad", [], num_trails=3))
     assert "unknown eval-config key 'num_trails'" in run.output and "Traceback" not in run.output
-    run = pie(config, "--codebench-pie", "num_trials=4 ignore_first_k=2")
-    assert run.items["p1/s1[0]"]["properties"]["trials"] == "4"  # a string candidate, 4 trials run (2 ignored)
+    run = pie(config, "--codebench-pie", "num_trials=7 ignore_first_k=2")
+    assert run.items["p1/s1[0]"]["properties"]["trials"] == "7"  # a string candidate, 7 trials run (2 ignored)
     assert "unknown eval-config key 'trials'" in pie(config, "--codebench-pie", "trials=4").output
+    few = pie(config, "--codebench-pie", "num_trials=6 ignore_first_k=2").output
+    assert "4 timed trials (num_trials less ignore_first_k) cannot show a speedup at the 5% level" in few
 
 
 def test_an_override_is_split_as_a_shell_would(pytester: pytest.Pytester, pie: PieRun) -> None:
@@ -225,7 +227,7 @@ def test_an_override_is_split_as_a_shell_would(pytester: pytest.Pytester, pie: P
         {"problem_id": "p1", "submission_id_v0": "s9", "language": "cpp", "input": CXX_SLOW, "target": CXX_FAST}
     ]
     config = write_pie(pytester.path, [{"input": CXX_SLOW, "generated_answers": ["int main( {"]}], references)
-    run = pie(config, "--codebench-pie", "cflags='--std=c++17 -O2 -Wall' num_trials=2")
+    run = pie(config, "--codebench-pie", "cflags='--std=c++17 -O2 -Wall' num_trials=6")
     assert categories(run) == {"p1/s9[0]": "build_error"}
     assert "g++ --std=c++17 -O2 -Wall -o prog prog.cpp" in run.items["p1/s9[0]"]["message"]
 
@@ -534,7 +536,7 @@ def test_a_candidate_cannot_read_the_answers_nor_keep_them(
         pytester.path,
         [{"input": SLOW, "generated_answers": candidates}],
         sizes=(4_000_000, 5_000_000),
-        num_trials=3,
+        num_trials=6,
         ignore_first_k=1,
         max_time_per_run=30,
     )
@@ -662,7 +664,10 @@ def test_fixed_trials_run_every_trial_and_adaptive_ones_stop_once_decided(
     metrics = json.loads(report.read_text())["metrics"]["trials"]
     assert metrics == {"items": 1, "run": 10, "cap": 10, "saved": 0.0, "stops": {"fixed": 1}}
     fixed.result.stdout.fnmatch_lines(
-        ["trials: 10 of at most 10 run (0% saved) over 1 timed items; stopped at: fixed (1)"]
+        [
+            "trials: 10 of at most 10 run (0% saved) over 1 timed items; stopped at: fixed (1); "
+            "a speedup's bounds are exact sign-test bounds at 5% each side, valid at every look"
+        ]
     )
     # The default: FAST is a few times faster, clear after the ignored trial and 5 more.
     adaptive = pie(config, "--codebench-report", str(report))

@@ -286,7 +286,9 @@ def test_one_models_code_cannot_read_another_models_answers(
 
 
 def test_pie_grades_one_generations_file_per_model(pytester: pytest.Pytester, codebench: Callable[..., Run]) -> None:
-    config = write_pie(pytester.path, [{"input": SLOW, "generated_answers": [FAST]}], sizes=(2000,), num_trials=2)
+    config = write_pie(
+        pytester.path, [{"input": SLOW, "generated_answers": [FAST]}], sizes=(2000,), num_trials=5, ignore_first_k=0
+    )
     models = pytester.path / "models"
     models.mkdir()
     for name, answer in (("fast", FAST), ("wrong", WRONG)):
@@ -324,7 +326,7 @@ def test_pie_scores_every_model_on_every_row_of_the_sweep(
         for p in slow
     ]
     rows = [{"input": slow[p]} for p in slow]
-    config = write_pie(pytester.path, [], references, sizes=(2000,), num_trials=2)
+    config = write_pie(pytester.path, [], references, sizes=(2000,), num_trials=5, ignore_first_k=0)
     models = pytester.path / "models"
     models.mkdir()
     (models / "both.jsonl").write_text("".join(json.dumps({**row, "generated_answers": [FAST]}) + "\n" for row in rows))
