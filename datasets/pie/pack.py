@@ -32,7 +32,7 @@ reference_file_path: reference.jsonl
 output_report_file_path: report.jsonl
 language: python
 num_problems_to_evaluate: -1
-num_trials: 5
+num_trials: 6
 ignore_first_k: 1
 max_time_per_run: 5
 temp_dir: null
