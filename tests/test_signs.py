@@ -25,6 +25,8 @@ def test_the_boundary_spends_at_most_the_level_over_all_its_looks(first: int, ca
     assert rate <= 0.05
     # Not wasted either: a plain 5% test at every look crosses far more often.
     assert rate > 0.02
+    # The cap always has a bound: trials that ran to it report a finite interval.
+    assert looks.rank(cap) > 0
 
 
 def test_the_crossing_chance_is_the_share_of_sign_sequences_that_claim() -> None:
