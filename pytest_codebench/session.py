@@ -20,6 +20,7 @@ from .reports import markdown
 from .reports.comparison import ModelSummary, model_summaries, table, text_table
 from .reports.gate import gate_lines
 from .reports.harness import harness_version
+from .reports.junit_suite import add_to_junit
 from .reports.reporting import (
     ItemResult,
     RunInfo,
@@ -181,6 +182,7 @@ class CodebenchSession:
         self.benchmark.finish(self.results)
         self.summary = self.benchmark.summarize(self.results)
         self.models = model_summaries(self.benchmark.summarize, self.results)
+        add_to_junit(self.config, self.summary, self.models)
         report_path = self.settings[REPORT]
         if report_path:
             models = {name: model.to_json() for name, model in self.models.items()}

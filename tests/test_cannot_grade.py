@@ -40,7 +40,7 @@ def test_a_failure_the_reference_shares_is_the_machines(pytester, codebench):
         assert "codebench_no_such_header.h" in item["message"]
         assert item["properties"]["reference_outcome"] == "build_error"
     run.result.stdout.fnmatch_lines([
-        "*all problems: pass@1 0.00% (1 problem); this machine can grade 1 of 2",
+        "*all problems: pass@1 0.00% (1 problem; no interval: fewer than 2 problems); this machine can grade 1 of 2",
         "*skipped (3): this machine cannot grade <task>: the reference fails too: *codebench_no_such_header.h*",
     ])  # fmt: skip
 

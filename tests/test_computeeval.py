@@ -189,10 +189,10 @@ def test_pass_at_k_per_group_and_ks_that_cannot_be_computed(pytester, codebench)
     run.result.stdout.fnmatch_lines(
         [
             # (0.5 + 0 + 1) / 3 problems
-            "all problems: pass@1 50.00%; pass@2 not computed: 1 of 3 problems have fewer than 2 graded samples"
+            "all problems: pass@1 50.00% *; pass@2 not computed: 1 of 3 problems have fewer than 2 graded samples"
             " (B/1 has 1) (3 problems)",
             "  cccl: pass@1 100.00%; pass@2 not computed: *",
-            "  cuda-kernels: pass@1 25.00%; pass@2 50.00% (2 problems)",
+            "  cuda-kernels: pass@1 25.00% *; pass@2 50.00% * (2 problems; 95% intervals*",
             "outcomes: passed 2, test_failed 3",
         ]
     )
@@ -277,7 +277,9 @@ def test_ini_twins_configure_the_same_run(pytester, codebench):
         "T/1[0]": "passed",
         "T/1[1]": "test_failed",
     }
-    run.result.stdout.fnmatch_lines(["all problems: pass@1 50.00%; pass@2 100.00% (1 problem)"])
+    run.result.stdout.fnmatch_lines(
+        ["all problems: pass@1 50.00%; pass@2 100.00% (1 problem; no interval: fewer than 2 problems)"]
+    )
 
 
 def test_help_groups_options_with_their_ini_twins(pytester):

@@ -59,7 +59,10 @@ def test_a_skip_or_error_that_is_not_excused_counts_as_failed(outcome):
     metrics = pass_at_ks([result("A", Outcome.PASSED), result("B", outcome), result("C", outcome)], [1])
     assert metrics["pass@k"] == {"1": pytest.approx(1 / 3)}
     assert metrics["counted_failures"] == ["B[0]", "C[0]"]
-    assert describe_pass_at_k("all:", metrics) == "all: pass@1 33.33% (3 problems)"
+    assert (
+        describe_pass_at_k("all:", metrics)
+        == "all: pass@1 33.33% [0.00, 100.00] (3 problems; 95% intervals: a bootstrap over problems, 2000 resamples)"
+    )
 
 
 def test_an_excused_problem_is_left_out_and_the_line_says_how_many_this_machine_can_grade():
@@ -70,7 +73,10 @@ def test_an_excused_problem_is_left_out_and_the_line_says_how_many_this_machine_
     ]
     metrics = pass_at_ks(results, [1])
     assert metrics["pass@k"] == {"1": 1.0} and metrics["excluded"] == ["B", "C"]
-    assert describe_pass_at_k("all:", metrics) == "all: pass@1 100.00% (1 problem); this machine can grade 1 of 3"
+    assert (
+        describe_pass_at_k("all:", metrics)
+        == "all: pass@1 100.00% (1 problem; no interval: fewer than 2 problems); this machine can grade 1 of 3"
+    )
     # One excused sample of a problem leaves the problem in, scored on its other samples.
     mixed = pass_at_ks([result("A", Outcome.PASSED), result("A", Outcome.SKIPPED, excused=True, sample=1)], [1])
     assert mixed["pass@k"] == {"1": 1.0} and mixed["problems"] == 1

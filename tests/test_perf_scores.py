@@ -207,10 +207,10 @@ def test_the_summary_lines():
     ]
     lines = describe_perf(perf_metrics(results, [1], accept_suspect=False))
     assert lines == [
-        "perf best@1: geomean speedup 1.000x over 2 problems; fast_1.0 25.00%, fast_1.5 25.00%, fast_2.0 0.00% "
-        "(of 4 problems)",
-        "  cuda-kernels: geomean speedup 1.000x over 2 problems; fast_1.0 25.00%, fast_1.5 25.00%, fast_2.0 0.00% "
-        "(of 4 problems)",
+        "perf best@1: geomean speedup 1.000x [0.500, 2.000] over 2 problems; fast_1.0 25.00% [0.00, 75.00], "
+        "fast_1.5 25.00% [0.00, 75.00], fast_2.0 0.00% [0.00, 0.00] (of 4 problems)",
+        "  cuda-kernels: geomean speedup 1.000x [0.500, 2.000] over 2 problems; fast_1.0 25.00% [0.00, 75.00], "
+        "fast_1.5 25.00% [0.00, 75.00], fast_2.0 0.00% [0.00, 0.00] (of 4 problems)",
         "perf items: 3 measured (1 suspect), 1 skipped, 1 failed; 1 problem declares no benchmark_command (left out)",
         "perf suspect (1, left out of the scores): above 10x [C[0] 30.00x (300 ms -> 10 ms)]",
         "perf skipped (1): no usable GPU [D[0]]",

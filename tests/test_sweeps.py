@@ -186,9 +186,9 @@ def test_a_directory_of_sets_grades_each_model_and_reports_a_row_each(
     run.result.stdout.fnmatch_lines(
         [
             "per model:",
-            "  model  pass@1   g1 pass@1  g2 pass@1  items  passed",
-            "  good   100.00%  100.00%    100.00%    3      3",
-            "  half   33.33%   50.00%     25.00%     5      2",
+            "  model  pass@1 * g1 pass@1 * g2 pass@1 * items  passed",
+            "  good   100.00% [[]100.00, 100.00]  100.00% * 3      3",
+            "  half   33.33% [[]0.00, 50.00] * 50.00% * 25.00% [[]0.00, 50.00] * 5      2",
             "markdown: out/report.md",
         ]
     )
@@ -203,7 +203,7 @@ def test_a_directory_of_sets_grades_each_model_and_reports_a_row_each(
     assert {item["model"] for item in report["items"]} == {"good", "half"}
     markdown = (pytester.path / "out" / "report.md").read_text()
     assert "| model | pass@1 | g1 pass@1 | g2 pass@1 | items | passed |" in markdown
-    assert "| half | 33.33% | 50.00% | 25.00% | 5 | 2 |" in markdown
+    assert "| half | 33.33% [0.00, 50.00] | 50.00% | 25.00% [0.00, 50.00] | 5 | 2 |" in markdown
     assert "<details><summary>half</summary>" in markdown and "counted as failed, no solution given: 1: T/2" in markdown
     # Appended to the job summary, after what earlier steps wrote.
     assert step_summary.read_text() == "# earlier step\n" + markdown + "\n"
@@ -231,7 +231,9 @@ def test_one_set_keeps_its_ids_and_reports_no_models(
     report = json.loads((pytester.path / "report.json").read_text())
     assert report["models"] == {} and {item["model"] for item in report["items"]} == {None}
     # The markdown report has the one row of the whole run.
-    assert "| all | 100.00% | 100.00% | 100.00% | 3 | 3 |" in (pytester.path / "report.md").read_text()
+    # g1 has one problem: no interval.
+    row = "| all | 100.00% [100.00, 100.00] | 100.00% | 100.00% [100.00, 100.00] | 3 | 3 |"
+    assert row in (pytester.path / "report.md").read_text()
 
 
 def test_sets_named_by_hand_and_one_name_twice(pytester: pytest.Pytester, codebench: Callable[..., Run]) -> None:

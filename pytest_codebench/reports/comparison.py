@@ -33,7 +33,13 @@ class ModelSummary:
     def to_json(self) -> dict[str, Any]:
         """The JSON report's ``models[NAME]``: shaped like the report's own figures."""
         summary = self.summary
-        return {"score": summary.score, "scores": summary.scores, "metrics": summary.metrics, "counts": self.counts}
+        return {
+            "score": summary.score,
+            "scores": summary.scores,
+            "intervals": summary.intervals,
+            "metrics": summary.metrics,
+            "counts": self.counts,
+        }
 
 
 def model_summaries(
@@ -54,15 +60,22 @@ def percent(fraction: float) -> str:
     return f"{100 * fraction:.2f}%"
 
 
+def bracket(bounds: Sequence[float] | None) -> str:
+    """A fraction's interval beside it in a cell, `` [35.00, 47.50]`` (percent); nothing without one."""
+    return "" if bounds is None else f" [{100 * bounds[0]:.2f}, {100 * bounds[1]:.2f}]"
+
+
 def pass_at_k_columns(metrics: Mapping[str, Any]) -> Row:
-    """pass@k overall, then per group (``metrics["groups"]``), as percentages; ``n/a`` for a k
-    that could not be computed (the summary lines say why)."""
+    """pass@k overall, then per group (``metrics["groups"]``), as percentages, each with its
+    95% interval where it has one; ``n/a`` for a k that could not be computed (the summary lines say why)."""
     row: Row = {}
 
     def add(prefix: str, figures: Mapping[str, Any]) -> None:
         values, not_computed = figures.get("pass@k", {}), figures.get("not_computed", {})
+        intervals = figures.get("intervals", {})
         for k in sorted({*values, *not_computed}, key=int):
-            row[f"{prefix}pass@{k}"] = percent(values[k]) if k in values else "n/a"
+            cell = percent(values[k]) + bracket(intervals.get(k)) if k in values else "n/a"
+            row[f"{prefix}pass@{k}"] = cell
 
     add("", metrics)
     for group, figures in (metrics.get("groups") or {}).items():

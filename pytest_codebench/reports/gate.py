@@ -2,7 +2,9 @@
 a finished run meets them.
 
 A bar is ``PERCENT`` (the benchmark's score), ``NAME=PERCENT`` where NAME is a model of the
-sweep or a named score the benchmark reports (ComputeEval's ``fast_1.0``), or several of them.
+sweep, a named score the benchmark reports (ComputeEval's ``fast_1.0``) or ``pass@K``, or
+several of them. ``:lower`` after a bar compares the lower end of the score's 95% interval
+(a bootstrap over problems) instead: met only when the data show the score above the bar.
 In a sweep every bar that names no model applies to each model on its own score, never to the
 pooled figure of all models' samples: one strong model must not carry a weak one through the
 gate. A bar naming a model replaces, for that model, a bar of the same score that names none.
@@ -11,14 +13,16 @@ gate. A bar naming a model replaces, for that model, a bar of the same score tha
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Mapping, Sequence
 
 import pytest
 
 from ..options import ALLOW_ERRORS
+from ..stats.bootstrap import TOO_FEW
 from .comparison import ModelSummary
 from .reporting import Summary, examples
-from .thresholds import Threshold
+from .thresholds import LOWER, Threshold
 
 
 @dataclasses.dataclass(frozen=True)
@@ -29,10 +33,16 @@ class Check:
     model: str | None
     score: str | None
     value: float
+    #: Met by the lower end of the score's 95% interval (``:lower``).
+    lower: bool = False
 
     def __str__(self) -> str:  # the bar, as the terminal shows it
         whose = f" ({self.model})" if self.model else ""
-        return f"{self.score + '=' if self.score else ''}{self.value:g}%{whose}"
+        return f"{self.score + '=' if self.score else ''}{self.value:g}%{LOWER if self.lower else ''}{whose}"
+
+
+# pass@K names a score of every benchmark that reports pass@k (``pass@1=40:lower``).
+PASS_AT = re.compile(r"pass@(\d+)")
 
 
 def validate_fail_under(bars: list[Threshold], models: Sequence[str], score_names: Sequence[str], where: str) -> None:
@@ -41,7 +51,7 @@ def validate_fail_under(bars: list[Threshold], models: Sequence[str], score_name
     reports with these options (``score_names``): it could only fail the gate once every item
     was graded."""
     for bar in bars:
-        if bar.name is None or bar.name in models or bar.name in score_names:
+        if bar.name is None or bar.name in models or bar.name in score_names or PASS_AT.fullmatch(bar.name):
             continue
         have = f"its models: {', '.join(models)}" if models else "it grades one unnamed set"
         scores = ", ".join(score_names) or "none"
@@ -53,22 +63,34 @@ def validate_fail_under(bars: list[Threshold], models: Sequence[str], score_name
 
 def checks(bars: Sequence[Threshold], models: Sequence[str]) -> list[Check]:
     """The comparisons ``bars`` ask of a run whose models are ``models`` (none: one unnamed set)."""
-    named = {bar.name: bar.value for bar in bars if bar.name in models}
+    named = {bar.name: bar for bar in bars if bar.name in models}
     found: list[Check] = []
     for bar in bars:
         if bar.name in named:
             continue
         if not models:
-            found.append(Check(None, bar.name, bar.value))
+            found.append(Check(None, bar.name, bar.value, bar.lower))
         else:
-            found += [Check(model, bar.name, bar.value) for model in models if bar.name or model not in named]
-    found += [Check(model, None, value) for model, value in named.items() if model is not None]
+            found += [
+                Check(model, bar.name, bar.value, bar.lower) for model in models if bar.name or model not in named
+            ]
+    found += [Check(model, None, bar.value, bar.lower) for model, bar in named.items() if model is not None]
     return found
 
 
 def compared_score(check: Check, summary: Summary) -> float | None:
-    """The score ``check`` compares in ``summary``: the benchmark's, or the named one; None when not reported."""
-    return summary.score if check.score is None else summary.scores.get(check.score)
+    """The score ``check`` compares in ``summary``: the benchmark's, or the named one (pass@K
+    from the pass@k figures); with ``:lower``, the lower end of its interval. None when not reported."""
+    if check.lower:
+        bounds = summary.intervals.get(check.score or "score")
+        return None if bounds is None else bounds[0]
+    if check.score is None:
+        return summary.score
+    pass_at = PASS_AT.fullmatch(check.score)
+    if pass_at and check.score not in summary.scores:
+        value = summary.metrics.get("pass@k", {}).get(pass_at[1])
+        return None if value is None else 100 * value
+    return summary.scores.get(check.score)
 
 
 def shortfall(check: Check, summary: Summary) -> str | None:
@@ -76,13 +98,17 @@ def shortfall(check: Check, summary: Summary) -> str | None:
     report misses, saying which it has: a typo must not pass a gate silently."""
     whose = f"{check.model}: " if check.model else ""
     score = compared_score(check, summary)
+    if check.lower and score is None:
+        have = ", ".join(sorted(summary.intervals)) or "none"
+        return f"{whose}{check.score or 'the score'} has no interval to gate on (intervals: {have}; {TOO_FEW})"
     if check.score is not None and score is None:
         names = ", ".join(sorted(summary.scores)) or "none"
         return f"{whose}this run reports no score named {check.score} (its named scores: {names})"
     if score is None:
         return f"{whose}no score: this machine graded no item to one (the summary above says why)"
     if score < check.value:
-        return f"{whose}{check.score or 'the score'} is under {check.value:g}%"
+        end = "the lower end of its 95% interval" if check.lower else ""
+        return f"{whose}{check.score or 'the score'}{' (' + end + ')' if end else ''} is under {check.value:g}%"
     return None
 
 
@@ -102,7 +128,7 @@ def gate_lines(
         own = models[check.model].summary if check.model else summary
         score = compared_score(check, own)
         missed = shortfall(check, own)
-        shown = "n/a" if score is None else f"{score:.2f}%"
+        shown = "n/a" if score is None else f"{score:.2f}%" + (" (interval's lower end)" if check.lower else "")
         verdict = "NOT met" if missed else "NOT met: a harness error (below)" if errors_fail else "met"
         lines.append(f"fail-under {check}: {check.score or 'score'} {shown}, {verdict}")
         if missed:

@@ -15,7 +15,9 @@ import math
 from collections import defaultdict
 from typing import TypedDict
 
+from ..stats.bootstrap import RESAMPLES, TOO_FEW, mean_interval
 from ..verdict import Outcome
+from .comparison import bracket as interval_text
 from .reporting import ItemResult, counted_as_failed, examples, outcome_of, scored
 
 # pass@k over a set of problems, and what is in and out of it (the JSON report's keys; "pass@k"
@@ -25,11 +27,14 @@ from .reporting import ItemResult, counted_as_failed, examples, outcome_of, scor
 #   problems: the problems in the score (the denominator);
 #   excluded: the problems left out, every item excused (the machine cannot grade them here);
 #   missing: the problems the solutions never answered (in the score, as failed);
-#   counted_failures: the items that skipped or errored and count as failed, by id.
+#   counted_failures: the items that skipped or errored and count as failed, by id;
+#   intervals: pass@k's 95% interval [low, high] by k (a bootstrap over problems, see
+#   stats.bootstrap), for each k computed over at least 2 problems.
 PassAtK = TypedDict(
     "PassAtK",
     {
         "pass@k": dict[str, float],
+        "intervals": dict[str, list[float]],
         "not_computed": dict[str, str],
         "problems": int,
         "excluded": list[str],
@@ -71,6 +76,7 @@ def pass_at_ks(results: list[ItemResult], ks: list[int]) -> PassAtK:
     missing = {task for task, (n, _) in tasks.items() if n == 0}
     values: dict[str, float] = {}
     not_computed: dict[str, str] = {}
+    intervals: dict[str, list[float]] = {}
     for k in ks:
         short = sorted((n, task) for task, (n, _) in tasks.items() if n < k and task not in missing)
         if not tasks:
@@ -83,8 +89,13 @@ def pass_at_ks(results: list[ItemResult], ks: list[int]) -> PassAtK:
         else:
             estimates = [0.0 if task in missing else pass_at_k(n, c, k) for task, (n, c) in tasks.items()]
             values[str(k)] = sum(estimates) / len(tasks)
+            # Each problem carries its own estimate: its samples are resampled together.
+            bounds = mean_interval(estimates)
+            if bounds is not None:
+                intervals[str(k)] = list(bounds)
     return {
         "pass@k": values,
+        "intervals": intervals,
         "not_computed": not_computed,
         "problems": len(tasks),
         "excluded": sorted(seen - set(tasks)),
@@ -100,10 +111,21 @@ def describe_pass_at_k(prefix: str, metrics: PassAtK) -> str:
     here = f"; this machine can grade {metrics['problems']} of {total}" if metrics["excluded"] else ""
     if not metrics["problems"]:
         return f"{prefix} no problem has a graded sample{here}"
-    parts = [f"pass@{k} {100 * value:.2f}%" for k, value in metrics["pass@k"].items()]
+    parts = [
+        f"pass@{k} {100 * value:.2f}%{interval_text(metrics.get('intervals', {}).get(k))}"
+        for k, value in metrics["pass@k"].items()
+    ]
     parts += [f"pass@{k} not computed: {why}" for k, why in metrics["not_computed"].items()]
     plural = "s" if metrics["problems"] != 1 else ""
-    return f"{prefix} " + "; ".join(parts) + f" ({metrics['problems']} problem{plural}){here}"
+    return f"{prefix} " + "; ".join(parts) + f" ({metrics['problems']} problem{plural}{_how(metrics)}){here}"
+
+
+def _how(metrics: PassAtK) -> str:
+    """What the brackets are, or why there are none (a report written before intervals has
+    none, and says nothing of them)."""
+    if metrics.get("intervals"):
+        return f"; 95% intervals: a bootstrap over problems, {RESAMPLES} resamples"
+    return f"; {TOO_FEW}" if "intervals" in metrics and metrics["problems"] < 2 else ""
 
 
 def describe_excluded(metrics: PassAtK) -> list[str]:
@@ -129,3 +151,11 @@ def score_of(metrics: PassAtK) -> float | None:
     """The score ``--codebench-fail-under`` compares: pass@1 in percent, None without one."""
     pass1 = metrics["pass@k"].get("1")
     return None if pass1 is None else 100 * pass1
+
+
+def score_intervals(metrics: PassAtK) -> dict[str, list[float]]:
+    """The Summary's intervals, in percent: each ``pass@K``'s, and pass@1's as the score's (``score``)."""
+    found = {f"pass@{k}": [100 * end for end in bounds] for k, bounds in metrics["intervals"].items()}
+    if "pass@1" in found:
+        found["score"] = found["pass@1"]
+    return found

@@ -60,12 +60,14 @@ class Summary:
     """A benchmark's account of a run: lines for the terminal, figures for the JSON report,
     the score (in percent) that ``--codebench-fail-under PERCENT`` compares against, and the
     named scores (in percent) that ``--codebench-fail-under NAME=PERCENT`` does (ComputeEval's
-    ``fast_1.0``...; only those this run computed)."""
+    ``fast_1.0``...; only those this run computed), and their 95% intervals [low, high] in percent
+    by name (``score``: the score's; ``pass@1``...), which ``NAME=PERCENT:lower`` gates on."""
 
     lines: list[str]
     metrics: dict[str, Any]
     score: float | None
     scores: dict[str, float] = dataclasses.field(default_factory=dict)
+    intervals: dict[str, list[float]] = dataclasses.field(default_factory=dict)
 
 
 class RunInfo(TypedDict):
@@ -273,6 +275,7 @@ def report_json(
         "reused": reused(results),
         "score": summary.score,
         "scores": summary.scores,
+        "intervals": summary.intervals,
         "metrics": summary.metrics,
         "models": models or {},
         "items": sorted(results, key=lambda result: result["nodeid"]),

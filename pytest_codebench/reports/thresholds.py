@@ -1,4 +1,4 @@
-"""``--codebench-fail-under``'s bars as given: ``40``, ``NAME=40``, or several. Which scores a
+"""``--codebench-fail-under``'s bars as given: ``40``, ``NAME=40``, ``NAME=40:lower``, or several. Which scores a
 NAME can compare, and whether a run meets the bars, is :mod:`.gate`'s to say.
 
 Imported by :mod:`pytest_codebench.options` (the option's parser), so it imports nothing that imports the options.
@@ -32,9 +32,16 @@ class Threshold:
 
     name: str | None
     value: float
+    #: ``:lower``: the bar is met by the lower end of the score's 95% interval, not the score.
+    lower: bool = False
 
     def __str__(self) -> str:  # as given, for the terminal and the JSON report's options
-        return f"{self.name}={self.value:g}" if self.name else f"{self.value:g}"
+        bar = f"{self.name}={self.value:g}" if self.name else f"{self.value:g}"
+        return bar + LOWER if self.lower else bar
+
+
+#: The suffix that gates on the lower end of a score's interval: ``pass@1=40:lower``.
+LOWER = ":lower"
 
 
 def threshold(text: str) -> Threshold:
@@ -45,7 +52,10 @@ def threshold(text: str) -> Threshold:
         raise ValueError(
             f"not a model or score name: {name.strip()!r} (expected NAME=PERCENT, e.g. gpt-5=40 or fast_1.0=40)"
         )
-    return Threshold(name.strip() or None, percent(value.strip()))
+    value, colon, suffix = value.strip().partition(":")
+    if colon and colon + suffix.strip().lower() != LOWER:
+        raise ValueError(f"{text.strip()!r}: unknown suffix {colon + suffix!r} (expected none or {LOWER})")
+    return Threshold(name.strip() or None, percent(value.strip()), lower=bool(colon))
 
 
 def thresholds(text: str) -> list[Threshold]:

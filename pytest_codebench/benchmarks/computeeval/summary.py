@@ -14,11 +14,18 @@ from collections.abc import Sequence
 from typing import Any
 
 from pytest_codebench.options import K, Settings
-from pytest_codebench.reports.metrics import PassAtK, describe_excluded, describe_pass_at_k, pass_at_ks
+from pytest_codebench.reports.metrics import (
+    PassAtK,
+    describe_excluded,
+    describe_pass_at_k,
+    pass_at_ks,
+    score_intervals,
+)
 from pytest_codebench.reports.reporting import ItemResult, Summary, outcome_of
 from pytest_codebench.verdict import Outcome, Status
 
 from ..speedup import ACCEPT_SUSPECT, MAX_SPEEDUP, describe_trials
+from .perf.intervals import named_intervals
 from .perf.phase import PERF
 from .perf.scores import describe_perf, perf_metrics, perf_scores
 
@@ -67,13 +74,15 @@ def summarize(results: list[ItemResult], settings: Settings) -> Summary:
     lines += describe_excluded(overall)
     metrics: dict[str, Any] = {**overall, "groups": groups, "no_pass_here": no_pass}
     scores: dict[str, float] = {}
+    intervals = score_intervals(overall)
     if settings[PERF]:
         accept, bound = settings[ACCEPT_SUSPECT], settings[MAX_SPEEDUP]
         speed = perf_metrics(results, ks, accept, bound)
         lines += describe_perf(speed) + describe_trials([r["figures"] for r in results])
         metrics["perf"], scores = speed, perf_scores(speed)
+        intervals |= named_intervals(speed["best_at_k"])
     pass1 = overall["pass@k"].get("1")
-    return Summary(lines, metrics, None if pass1 is None else 100 * pass1, scores)
+    return Summary(lines, metrics, None if pass1 is None else 100 * pass1, scores, intervals)
 
 
 def table_cells(cells: dict[str, str], metrics: dict[str, Any]) -> dict[str, str]:

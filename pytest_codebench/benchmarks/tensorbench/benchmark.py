@@ -27,7 +27,7 @@ from pytest_codebench.benchmark import Benchmark
 from pytest_codebench.cases import Case, Dataset
 from pytest_codebench.grading import Grading
 from pytest_codebench.options import SOLUTIONS, K
-from pytest_codebench.reports.metrics import describe_excluded, describe_pass_at_k, pass_at_ks
+from pytest_codebench.reports.metrics import describe_excluded, describe_pass_at_k, pass_at_ks, score_intervals
 from pytest_codebench.reports.reporting import ItemResult, Summary
 from pytest_codebench.sweeps.solution_sets import SolutionSet, find_sets
 from pytest_codebench.verdict import Outcome, Verdict
@@ -132,7 +132,8 @@ class TensorBench(Benchmark):
         lines += [self._cache_line(kind, figures) for kind, figures in caches.items()]
         pass1 = overall["pass@k"].get("1")
         metrics = {**overall, "vacuous": vacuous, "compiler_cache": caches}
-        return Summary(lines=lines, metrics=metrics, score=None if pass1 is None else 100 * pass1)
+        score = None if pass1 is None else 100 * pass1
+        return Summary(lines=lines, metrics=metrics, score=score, intervals=score_intervals(overall))
 
     def finish(self, results: list[ItemResult]) -> None:
         """SWE-bench's files (--codebench-swebench-dir), on the controller: every item's result."""

@@ -51,6 +51,8 @@ from typing import TypedDict
 from pytest_codebench.reports.reporting import ItemResult, cause, examples, outcome_of, scored
 from pytest_codebench.verdict import Outcome
 
+from .intervals import score_intervals
+
 # KernelBench's speedup bars for fast_p.
 FAST_P = (1.0, 1.5, 2.0)
 # Figures that only an item whose problem declares a benchmark_command carries.
@@ -71,6 +73,9 @@ class PerfScore(TypedDict):
     geomean: float | None
     #: How many problems the geomean is over.
     speedups: int
+    #: 95% intervals over problems (``geomean``, ``fast_1.0``...: as the figures are), for
+    #: each figure over at least 2 problems (perf.intervals).
+    intervals: dict[str, list[float]]
 
 
 class BestAtK(PerfScore):
@@ -244,7 +249,8 @@ def _score(problems: Iterable[Sequence[_Sample]], k: int) -> PerfScore:
             lows.append(max(sample.low for sample in passed if sample.low is not None))
     fast = {f"{p:.1f}": 100 * sum(low > p for low in lows) / counted for p in FAST_P} if counted else {}
     geomean = math.exp(sum(math.log(s) for s in best) / len(best)) if best else None
-    return {"problems": counted, "fast_p": fast, "geomean": geomean, "speedups": len(best)}
+    intervals = score_intervals(best, lows, counted, FAST_P)
+    return {"problems": counted, "fast_p": fast, "geomean": geomean, "speedups": len(best), "intervals": intervals}
 
 
 def perf_scores(metrics: PerfMetrics) -> dict[str, float]:
@@ -290,14 +296,20 @@ def describe_perf(metrics: PerfMetrics) -> list[str]:
 
 def _describe_score(score: PerfScore) -> str:
     plural = "s" if score["speedups"] != 1 else ""
+    intervals = score.get("intervals", {})
+    ends = intervals.get("geomean")
     geomean = (
-        f"geomean speedup {score['geomean']:.3f}x over {score['speedups']} problem{plural}"
+        f"geomean speedup {score['geomean']:.3f}x{f' [{ends[0]:.3f}, {ends[1]:.3f}]' if ends else ''} over "
+        f"{score['speedups']} problem{plural}"
         if score["geomean"] is not None
         else "no measured speedup"
     )
     if not score["problems"]:
         return f"{geomean}; fast_p not computed: no problem's perf could be measured here"
-    fast = ", ".join(f"fast_{p} {value:.2f}%" for p, value in score["fast_p"].items())
+    fast = ", ".join(
+        f"fast_{p} {value:.2f}%" + (f" [{b[0]:.2f}, {b[1]:.2f}]" if (b := intervals.get(f"fast_{p}")) else "")
+        for p, value in score["fast_p"].items()
+    )
     return f"{geomean}; {fast} (of {score['problems']} problem{'s' if score['problems'] != 1 else ''})"
 
 
