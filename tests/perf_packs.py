@@ -79,5 +79,5 @@ def write(pytester: pytest.Pytester, problems: list[dict[str, Any]], solutions: 
 def figures(run: Run, name: str) -> dict[str, str]:
     """An item's perf properties (those the perf phase writes), from the JUnit XML."""
     properties = run.items[name]["properties"]
-    perf = ("perf_", "solution_ms", "baseline_ms", "speedup", "trials")
+    perf = ("perf_", "solution_ms", "baseline_ms", "speedup", "trials", "aa_")
     return {key: value for key, value in properties.items() if key.startswith(perf)}

@@ -3,10 +3,11 @@ timed against the problem's reference, interleaved, on the GPU held alone.
 
 Performance never changes a correctness outcome: the phase only adds figures (``perf_mode``,
 ``solution_ms``, ``baseline_ms``, ``speedup`` with ``speedup_low``/``speedup_high``, the
-trials; ``perf_suspect`` when the speedup is not to be believed). When it cannot measure,
+trials; ``perf_suspect`` when the speedup is not to be believed; ``aa_low``/``aa_high``: the
+reference against itself, :mod:`perf.floor`). When it cannot measure,
 ``perf_skipped`` says why when it is the machine's or the dataset's doing (no GPU or profiler
-for the mode, the reference's benchmark failing here), ``perf_failed`` when the solution's own
-benchmark run failed.
+for the mode, the reference's benchmark failing here, an A/A too wide: "cannot time here"),
+``perf_failed`` when the solution's own benchmark run failed.
 
 The reference is built once per run for every sample and xdist worker (per runner, machine
 and problem: :func:`reference.reference_key`); a solution byte-identical to it is
@@ -55,6 +56,7 @@ from .. import patched
 from ..loading.records import timeout_of
 from ..reference import reference_key
 from ..rules import first_error
+from . import floor
 from .bench import FOLDER, REFERENCE, SOLUTION, Bench, PerfFailed, PerfSkipped, item_folder
 from .profilers import Profiler
 from .timing import TimingMode, needs_profiler, suspect, unseen_settled
@@ -157,7 +159,7 @@ def measure(grading: Grading, host: Host, built: Path) -> dict[str, float | str]
     mode = TimingMode.read(grading.case.record)
     figures: dict[str, float | str] = {"perf_mode": mode.type}
     try:
-        figures.update(_timed(grading, host, built, mode))
+        _timed(grading, host, built, mode, figures)
     except PerfSkipped as exc:
         figures["perf_skipped"] = str(exc)
     except PerfFailed as exc:
@@ -167,13 +169,25 @@ def measure(grading: Grading, host: Host, built: Path) -> dict[str, float | str]
     return figures
 
 
-def _timed(grading: Grading, host: Host, built: Path, mode: TimingMode) -> dict[str, float | str]:
+def _timed(grading: Grading, host: Host, built: Path, mode: TimingMode, figures: dict[str, float | str]) -> None:
+    """Adds the figures of the A/A (``aa_low``, ``aa_high``), then of the item's timing."""
     settings = grading.context.settings
-    bench = Bench(grading, mode, _profiler(host, mode), {SOLUTION: built, REFERENCE: _reference(grading, host, built)})
+    profiler = _profiler(host, mode)
+    baseline, key = _reference(grading, host, built)
+    stopping = Stopping(BARS, cap=settings[PERF_TRIALS], adaptive=settings[ADAPTIVE_TRIALS])
+    # The machine's noise floor for the problem first: once per problem, not per sample.
+    aa = floor.floor(grading, baseline, key, floor.Plan(mode, profiler, stopping, settings[PERF_WARMUP], host.gpu))
+    figures.update(aa_low=aa["low"], aa_high=aa["high"])
+    why_not = floor.judge(aa["low"], aa["high"], BARS)
+    if why_not is not None:
+        raise PerfSkipped(why_not)
+    bench = Bench(grading, mode, profiler, {SOLUTION: built, REFERENCE: baseline})
     # Adaptive stopping never decides on custom times alone: the wall clock must have settled
     # whether it sees the saving they claim.
-    settled = (lambda: unseen_settled(bench.side(SOLUTION), bench.side(REFERENCE))) if mode.type == "custom" else None
-    stopping = Stopping(BARS, cap=settings[PERF_TRIALS], adaptive=settings[ADAPTIVE_TRIALS], settled=settled)
+    if mode.type == "custom":
+        stopping = dataclasses.replace(
+            stopping, settled=lambda: unseen_settled(bench.side(SOLUTION), bench.side(REFERENCE))
+        )
     with host.gpu(grading.case.timeout or bench.timeout) as gpu:
         bench.gpu = gpu
         for _ in range(settings[PERF_WARMUP]):
@@ -183,18 +197,19 @@ def _timed(grading: Grading, host: Host, built: Path, mode: TimingMode) -> dict[
         trials = timed_trials(pair, [None], lambda side, _: bench.measure(side), stopping, pair)
     reference, solution = bench.side(REFERENCE), bench.side(SOLUTION)
     point, low, high = ratio_interval(trials.totals[REFERENCE], trials.totals[SOLUTION], trials.looks)
-    figures: dict[str, float | str] = {
-        "solution_ms": round(statistics.median(solution.ms), 4),
-        "baseline_ms": round(statistics.median(reference.ms), 4),
-        "speedup": round(point, 4),
-        "speedup_low": round(low, 4),
-        "speedup_high": round(high, 4),
-        **{name: value for name, value in trial_figures(trials).items() if value is not None},
-    }
+    figures.update(
+        {
+            "solution_ms": round(statistics.median(solution.ms), 4),
+            "baseline_ms": round(statistics.median(reference.ms), 4),
+            "speedup": round(point, 4),
+            "speedup_low": round(low, 4),
+            "speedup_high": round(high, 4),
+            **{name: value for name, value in trial_figures(trials).items() if value is not None},
+        }
+    )
     why = suspect(point, settings[MAX_SPEEDUP], mode, solution, reference)
     if why is not None:
         figures["perf_suspect"] = why
-    return figures
 
 
 def _profiler(host: Host, mode: TimingMode) -> Profiler | None:
@@ -213,16 +228,16 @@ def _profiler(host: Host, mode: TimingMode) -> Profiler | None:
     return profiler
 
 
-def _reference(grading: Grading, host: Host, built: Path) -> Path:
+def _reference(grading: Grading, host: Host, built: Path) -> tuple[Path, str]:
     """The reference's built workspace: the solution's own when they are byte-identical, else
-    one built once per run for every sample and worker (per runner, machine and problem)."""
+    one built once per run for every sample and worker; and its key (runner, machine, problem)."""
     case, runner = grading.case, grading.runner
     baseline = case.record.get("baseline_solution")
     if not isinstance(baseline, dict):
         raise PerfSkipped("the problem has no baseline_solution to time against")
-    if patched.tree_of(case.record, baseline) == patched.tree_of(case.record, case.solution):
-        return built
     key = reference_key(case.record, host.machine, runner.fingerprint())
+    if patched.tree_of(case.record, baseline) == patched.tree_of(case.record, case.solution):
+        return built, key
     folder = grading.context.run_dir / FOLDER / "references" / key
 
     def build() -> dict[str, str]:
@@ -248,13 +263,14 @@ def _reference(grading: Grading, host: Host, built: Path) -> Path:
     answer: dict[str, str] = grading.context.once(f"{ONCE_KEY}-{key}", build)
     if "error" in answer:
         raise PerfSkipped(answer["error"])
-    return Path(answer["built"])
+    return Path(answer["built"]), key
 
 
 def budget(settings: Settings, record: dict[str, Any]) -> float:
     """The seconds the perf phase may take (each run its problem's timeout): the warm-ups and
-    the trials, both sides, and the reference's build."""
+    the trials, both sides, twice (the reference against itself, then the solution against
+    it), and the reference's build."""
     if not (settings[PERF] and record.get("benchmark_command")):
         return 0.0
-    runs = 2 * (settings[PERF_WARMUP] + settings[PERF_TRIALS]) + 1
+    runs = 4 * (settings[PERF_WARMUP] + settings[PERF_TRIALS]) + 1
     return runs * timeout_of(record)

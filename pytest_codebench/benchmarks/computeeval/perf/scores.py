@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from typing import TypedDict
@@ -58,6 +59,8 @@ FAST_P = (1.0, 1.5, 2.0)
 # Figures that only an item whose problem declares a benchmark_command carries.
 PERF_FIGURES = ("perf_mode", "speedup", "perf_suspect", "perf_skipped", "perf_failed")
 NO_GROUP = "(no group)"
+# How perf/floor.py words a problem whose A/A is too wide to tell the bars apart.
+CANNOT_TIME = "cannot time here"
 
 
 class PerfScore(TypedDict):
@@ -95,6 +98,21 @@ class Suspect(TypedDict):
     why: str
 
 
+class Calibration(TypedDict):
+    """This machine's calibration: the reference timed against itself (A/A) per problem."""
+
+    #: Problems whose A/A ran here.
+    problems: int
+    #: Those whose A/A is narrow enough to tell fast_p's bars apart.
+    timeable: int
+    #: Percent of ``problems`` that can be timed here; None when no A/A ran.
+    share: float | None
+    #: The median A/A spread (high / low) over ``problems``; None when no A/A ran.
+    median_spread: float | None
+    #: The problems that cannot be timed here, each with its A/A interval ("0.71x-1.52x").
+    untimeable: dict[str, str]
+
+
 class PerfMetrics(TypedDict):
     """ComputeEval's performance metrics (the JSON report's ``metrics["perf"]``)."""
 
@@ -116,6 +134,8 @@ class PerfMetrics(TypedDict):
     failed: dict[str, list[str]]
     #: Problems that declare no ``benchmark_command``: left out of the perf metrics.
     no_benchmark: list[str]
+    #: The machine's A/A calibration over the problems whose reference was timed.
+    calibration: Calibration
 
 
 @dataclasses.dataclass(frozen=True)
@@ -145,6 +165,7 @@ def perf_metrics(
         "skipped": {},
         "failed": {},
         "no_benchmark": [],
+        "calibration": calibration(results),
     }
     if not metrics["items"]:
         return metrics
@@ -171,6 +192,29 @@ def perf_metrics(
             "groups": {group: _score(members, k) for group, members in sorted(by_group.items())},
         }
     return metrics
+
+
+def calibration(results: list[ItemResult]) -> Calibration:
+    """The A/A figures (``aa_low``, ``aa_high``) of each problem, the same on all its items;
+    a problem cannot be timed here when its items' perf was skipped as :data:`CANNOT_TIME`."""
+    spreads: dict[str, tuple[float, float]] = {}
+    untimeable: dict[str, str] = {}
+    for result in sorted(results, key=lambda r: (r["task_id"], r["sample"])):
+        figures = result["figures"]
+        low, high = _number(figures.get("aa_low")), _number(figures.get("aa_high"))
+        if low is None or high is None or low <= 0:
+            continue
+        spreads.setdefault(result["task_id"], (low, high))
+        if str(figures.get("perf_skipped", "")).startswith(CANNOT_TIME):
+            untimeable[result["task_id"]] = f"{low:.2f}x-{high:.2f}x"
+    count = len(spreads)
+    return {
+        "problems": count,
+        "timeable": count - len(untimeable),
+        "share": round(100 * (count - len(untimeable)) / count, 1) if count else None,
+        "median_spread": round(statistics.median(high / low for low, high in spreads.values()), 4) if count else None,
+        "untimeable": dict(sorted(untimeable.items())),
+    }
 
 
 def _has_perf(result: ItemResult) -> bool:
@@ -281,6 +325,7 @@ def describe_perf(metrics: PerfMetrics) -> list[str]:
         if index == 0:  # by group at the first k alone: enough to compare groups, short
             lines += [f"  {group}: {_describe_score(each)}" for group, each in score["groups"].items()]
     lines.append(_describe_counts(metrics))
+    lines += describe_calibration(metrics["calibration"])
     if metrics["suspect"]:
         counted = "counted: --codebench-accept-suspect" if metrics["accept_suspect"] else "left out of the scores"
         by_why: dict[str, list[str]] = defaultdict(list)
@@ -292,6 +337,22 @@ def describe_perf(metrics: PerfMetrics) -> list[str]:
         for why, ids in sorted(reasons.items()):
             lines.append(f"perf {label} ({len(ids)}): {why} [{examples(sorted(ids))}]")
     return lines
+
+
+def describe_calibration(calibration: Calibration) -> list[str]:
+    """The machine's calibration line; none when no reference was timed against itself."""
+    if not calibration["problems"] or calibration["median_spread"] is None:
+        return []
+    count = calibration["problems"]
+    line = (
+        f"perf calibration: the reference against itself on {count} problem{'s' if count != 1 else ''}, "
+        f"median spread {calibration['median_spread']:.3f}x (high/low); {calibration['timeable']} of {count} "
+        f"({calibration['share']:g}%) can be timed here"
+    )
+    if calibration["untimeable"]:
+        named = ", ".join(f"{task} ({spread})" for task, spread in calibration["untimeable"].items())
+        line += f"; cannot time here: {named}"
+    return [line]
 
 
 def _describe_score(score: PerfScore) -> str:
