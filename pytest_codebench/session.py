@@ -20,6 +20,7 @@ from .reports import markdown
 from .reports.comparison import ModelSummary, model_summaries, table, text_table
 from .reports.gate import gate_lines
 from .reports.harness import harness_version
+from .reports.model_tests import ModelComparison, comparison_lines, comparison_markdown, model_comparisons
 from .reports.junit_suite import add_to_junit
 from .reports.reporting import (
     ItemResult,
@@ -31,6 +32,7 @@ from .reports.reporting import (
     junit_properties,
     outcome_lines,
     outcome_of,
+    report_json,
     timestamp,
     write_report,
 )
@@ -57,6 +59,7 @@ class CodebenchSession:
         self.summary: Summary | None = None
         #: Each model's summary, by name (none where the run grades one unnamed set).
         self.models: dict[str, ModelSummary] = {}
+        self.comparisons: list[ModelComparison] = []
         self.is_worker = hasattr(config, "workerinput")
         #: Verdicts from the store and from duplicates (its run identity asked on first use).
         self.reuse = Reuse(
@@ -182,17 +185,20 @@ class CodebenchSession:
         self.benchmark.finish(self.results)
         self.summary = self.benchmark.summarize(self.results)
         self.models = model_summaries(self.benchmark.summarize, self.results)
+        self.comparisons = model_comparisons(self.results)
         add_to_junit(self.config, self.summary, self.models)
         report_path = self.settings[REPORT]
         if report_path:
             models = {name: model.to_json() for name, model in self.models.items()}
-            write_report(Path(report_path), self.run_info(), self.results, self.summary, models)
+            report = report_json(self.run_info(), self.results, self.summary, models)
+            write_report(Path(report_path), {**report, "comparisons": self.comparisons})
         markdown_path = self.settings[MARKDOWN]
         if markdown_path and self.results:
             first = next((result for result in self.results if result["dataset_sha256"]), self.results[0])
             dataset = markdown.dataset_label(str(self.dataset_path), first["dataset_sha256"], first["dataset_release"])
             whole = ModelSummary(self.summary, counts(self.results))
-            markdown.publish(Path(markdown_path), markdown.report(self.benchmark, dataset, whole, self.models))
+            text = markdown.report(self.benchmark, dataset, whole, self.models)
+            markdown.publish(Path(markdown_path), text + comparison_markdown(self.comparisons))
         met = self.fail_under_met
         # Only a run that graded decides by score: interruptions and usage errors stand.
         if met is not None and exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
@@ -244,6 +250,8 @@ class CodebenchSession:
             write("per model:")
             for line in text_table(table(self.benchmark.columns, ModelSummary(self.summary, {}), self.models)):
                 write("  " + line)
+            for line in comparison_lines(self.comparisons):
+                write(line)
         gate = self.fail_under()
         if gate is not None:
             for line in gate[0]:

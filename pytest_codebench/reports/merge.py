@@ -27,9 +27,10 @@ from ..errors import HarnessError
 from ..once import LOCK_DIR
 from ..options import CORE_OPTIONS, MARKDOWN, REPORT, SHARD, K, Option, Settings
 from ..runners import runner_classes
-from . import markdown
+from . import compare_reports, markdown
 from .comparison import ModelSummary, model_summaries, table, text_table
 from .junit_merge import JUnitMergeError, merge_junit
+from .model_tests import comparison_lines, comparison_markdown, model_comparisons
 from .reporting import ItemResult, RunInfo, counts, report_json
 
 # Options that differ between the parts of one run by design: each shard's part and outputs.
@@ -179,16 +180,19 @@ def merge(paths: Sequence[Path], output: Path, markdown_path: Path | None = None
         "wall_seconds": None,
     }
     data = report_json(run, results, summary, {name: model.to_json() for name, model in models.items()})
+    data["comparisons"] = model_comparisons(results)
     data["merged_from"] = [_origin(part) for part in parts]
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(json.dumps(data, indent=2, default=str) + "\n")
     whole = ModelSummary(summary, counts(results))
     if markdown_path is not None:
         dataset = markdown.dataset_label(run["dataset_path"], data["dataset"]["sha256"], data["dataset"]["release"])
-        markdown.publish(markdown_path, markdown.report(benchmark, dataset, whole, models))
+        text = markdown.report(benchmark, dataset, whole, models)
+        markdown.publish(markdown_path, text + comparison_markdown(data["comparisons"]))
     lines = [*summary.lines, whole.outcome_line()]
     if models:
         lines += ["per model:", *("  " + line for line in text_table(table(benchmark.columns, whole, models)))]
+    lines += comparison_lines(data["comparisons"])
     return lines
 
 
@@ -231,7 +235,15 @@ def main(argv: Sequence[str] | None = None, prog: str = "codebench") -> int:
     junit_help = "each shard's JUnit XML file (pytest's --junitxml), to merge into --junitxml"
     command.add_argument("--junit", nargs="+", type=Path, default=[], metavar="PART.xml", help=junit_help)
     command.add_argument("--junitxml", type=Path, metavar="ALL.xml", help="where the merged JUnit XML goes")
+    compare_reports.add_command(commands)
     args = parser.parse_args(argv)
+    if args.command == "compare":
+        try:
+            print("\n".join(compare_reports.run(args)))
+        except compare_reports.CompareError as exc:
+            print(f"compare: error: {exc}", file=sys.stderr)
+            return 1
+        return 0
     if bool(args.junit) != bool(args.junitxml):
         parser.error("--junit PART.xml ... and --junitxml ALL.xml go together")
     try:

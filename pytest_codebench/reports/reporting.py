@@ -243,12 +243,10 @@ def counted_as_failed(result: ItemResult) -> bool:
     return scored(result) and result["status"] in (Status.SKIPPED, Status.ERROR)
 
 
-def write_report(
-    path: Path, run: RunInfo, results: list[ItemResult], summary: Summary, models: dict[str, Any] | None = None
-) -> None:
-    """The run as JSON (:func:`report_json`) at ``path``."""
+def write_report(path: Path, report: dict[str, Any]) -> None:
+    """A run's ``report`` (:func:`report_json`, and what the caller adds) as JSON at ``path``."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(report_json(run, results, summary, models), indent=2, default=str) + "\n")
+    path.write_text(json.dumps(report, indent=2, default=str) + "\n")
 
 
 def report_json(
