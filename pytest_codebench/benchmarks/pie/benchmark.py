@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
+import json
 import shlex
 import statistics
 from pathlib import Path
@@ -53,6 +54,7 @@ from .config import (
 from .load import Loader, PieRow
 from .measure import UNMEASURED, count_instructions, instruction_counter, time_programs
 from .report import OPTIMIZED, best_at_k_columns, summarize, write_report
+from .row_signal import row_signal
 from .rules import Failure, ProgramRun, speed_verdict, suspicion
 from .sandbox import CandidateFailed, Launch, Program, Sandbox, pinned_core
 
@@ -154,31 +156,32 @@ class Pie(Benchmark):
             return self._grade(grading, row, sandbox)
 
     def _grade(self, grading: Grading, row: PieRow, sandbox: Sandbox) -> Verdict:
-        programs = self.programs(grading.case)
-        for program in programs:
+        # The slow program and the target, checked and timed once per row (``_row``).
+        shared = self._row(grading, row, sandbox.launch)
+        grading.figures.update(cast("dict[str, float | str]", shared))
+        signal = row_signal(shared)
+        if signal is not None:
+            grading.figures.update(row_signal=signal[1], row_signal_holds=signal[0])
+        # A row without signal still grades its candidate against the slow program: said beside it.
+        note = "" if signal is None or signal[0] else f"; row_signal: {signal[1]}"
+        slow, candidate = (program for program in self.programs(grading.case) if program.tag != "reference")
+        for program in (slow, candidate):
             failed = self._add(grading, sandbox, program)
             if failed is not None:
                 return failed
-        accuracies: Figures = {}
-        for program in list(programs):
-            verdict, accuracies[f"{program.tag}_acc"] = self._check(grading, sandbox, program, row.test_indices)
-            if verdict is None:
-                continue
-            if program.tag == "input":
-                raise DatasetError(row.tests, f"the slow program itself fails: {verdict.reason}")
-            if program.tag == "candidate":
-                return verdict
-            programs.remove(program)  # a reference that fails keeps its accuracy, and is not timed
+        verdict, accuracy = self._check(grading, sandbox, candidate, row.test_indices)
+        if verdict is not None:
+            return verdict
         if (grading.case.solution or {})["code"] == row.slow:
             # No edit at all: nothing to measure, and a measurement could only add noise.
             grading.figures.update(metric=UNMEASURED, speedup=1.0, ci_low=1.0, ci_high=1.0, candidate_acc=1.0)
-            return grading.verdict(Outcome.NOT_FASTER, "byte-identical to the slow program: no edit")
+            return grading.verdict(Outcome.NOT_FASTER, "byte-identical to the slow program: no edit" + note)
         try:
-            figures = self._measure(sandbox, programs, row.test_indices)
+            figures = self._measure(sandbox, [slow, candidate], row.test_indices)
         except CandidateFailed as exc:
             reason = f"test case {exc.test}, in a measuring run after passing its check: {exc.failure.reason}"
             return self._run_failed(grading, "candidate", dataclasses.replace(exc.failure, reason=reason), exc.run)
-        figures.update(accuracies)
+        figures["candidate_acc"] = accuracy
         # A None figure is one that is not meaningful (a net speedup below the noise floor):
         # the reports show it as null, which the core's figure type does not spell out.
         grading.figures.update(cast("dict[str, float | str]", figures))
@@ -189,7 +192,45 @@ class Pie(Benchmark):
             # real algorithmic rewrite can be that fast.
             grading.figures["perf_suspect"] = why
             reason += f"; suspect: {why}"
-        return grading.verdict(outcome, reason + (f"; {row.test_note}" if row.test_note else ""))
+        return grading.verdict(outcome, reason + note + (f"; {row.test_note}" if row.test_note else ""))
+
+    def _row(self, grading: Grading, row: PieRow, launch: Launch) -> Figures:
+        """The row's own figures, for every candidate of the row and every worker: the slow
+        program and the target checked on every test case, and the target timed against the
+        slow program (its speedup is the row's signal, ``row_signal``), once per row and run,
+        in a sandbox of its own. Each candidate is then timed against the slow program alone,
+        paired within its own trials, instead of beside both (issue 24: a row of six candidates
+        timed its slow program and target six times)."""
+        programs = [program for program in self.programs(grading.case) if program.tag != "candidate"]
+        facts = [
+            [program.code for program in programs],
+            row.language,
+            tests_digest(row.tests, tuple(row.test_indices)),
+            dataclasses.asdict(dataclasses.replace(launch, core=None)),  # each xdist worker has its own core
+            [self.settings[PIE_METRIC], self.settings[CXX], self.config.cflags, grading.runner.fingerprint()],
+            [getattr(self.stopping, name) for name in ("bars", "width", "min_trials", "cap", "adaptive", "ignore")],
+        ]
+        key = hashlib.sha256(json.dumps(facts, sort_keys=True, default=str).encode()).hexdigest()[:20]
+
+        def compute() -> Figures:
+            with Sandbox(grading.runner, launch, Path(row.tests)) as sandbox:
+                for program in programs:
+                    self._add(grading, sandbox, program)  # a compile error raises: the dataset's fault
+                figures: Figures = {}
+                timed = []
+                for program in programs:
+                    verdict, figures[f"{program.tag}_acc"] = self._check(grading, sandbox, program, row.test_indices)
+                    if verdict is None:
+                        timed.append(program)
+                    elif program.tag == "input":
+                        raise DatasetError(row.tests, f"the slow program itself fails: {verdict.reason}")
+                if len(timed) == 2:  # a target that fails keeps its accuracy, and is not timed
+                    measured = self._measure(sandbox, timed, row.test_indices)
+                    figures.update({name: value for name, value in measured.items() if name.startswith("reference_")})
+                return figures
+
+        shared: Figures = grading.context.once(f"pie-row-{key}", compute)
+        return shared
 
     def _add(self, grading: Grading, sandbox: Sandbox, program: Program) -> Verdict | None:
         """Put ``program`` in the sandbox, compiled where it is C++: the candidate's compile

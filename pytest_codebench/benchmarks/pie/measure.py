@@ -34,10 +34,10 @@ UNMEASURED = "none (identical)"
 def time_programs(sandbox: Sandbox, programs: list[Program], tests: list[int], stopping: Stopping) -> Figures:
     """Wall time, interleaved: each trial runs every program (and the bare interpreter, for
     Python) on every test. Times are whole process times, start-up included, summed over the
-    tests of a trial, in ms; the ignored trials are dropped. Trials stop once the candidate's
-    speedup over the slow program is decided (``stopping``)."""
+    tests of a trial, in ms; the ignored trials are dropped. Trials stop once the last
+    program's speedup over the first (the slow program) is decided (``stopping``)."""
     contenders: list[Program | None] = [*programs, *([None] if programs[0].language == "python" else [])]
-    candidate = next(program for program in programs if program.tag == "candidate")
+    candidate = programs[-1]  # the candidate, or the target where a row is timed alone
     trials = timed_trials(
         contenders,
         tests,
@@ -83,7 +83,7 @@ def count_instructions(sandbox: Sandbox, programs: list[Program], tests: list[in
         figures["startup_instructions"] = one.count
         startup = [one.count * len(tests)]
         bare = (one.count * len(tests), one.cpu * len(tests))
-    if counter == "callgrind":
+    if counter == "callgrind" and "candidate" in counts:
         slow = programs[0].tag  # the slow program
         why = incredible((counts[slow][0], cpu[slow]), (counts["candidate"][0], cpu["candidate"]), bare, len(tests))
         if why is not None:

@@ -17,11 +17,13 @@ from typing import Any, TypedDict
 
 from pytest_codebench.cases import Case
 from pytest_codebench.reports.reporting import ItemResult, Summary, examples, outcome_of, scored
+from pytest_codebench.stats.bootstrap import item_mean_interval
 from pytest_codebench.verdict import Outcome, Status
 
 from ..speedup import describe_trials, trial_metrics
 from .load import PieRow
 from .measure import UNMEASURED
+from .row_signal import signal_line, signal_metrics
 
 # PIE's bar for %Optimized.
 OPTIMIZED = 1.10
@@ -39,6 +41,9 @@ class BestAtK(TypedDict):
     optimized: float
     optimized_at_bar: float
     mean_speedup: float
+    #: Each figure's 95% interval [low, high] by name, from a bootstrap over PROBLEMS (a
+    #: problem's rows resampled together: stats.bootstrap); only where 2 problems or more.
+    intervals: dict[str, list[float]]
 
 
 def candidate_speedups(results: Sequence[ItemResult], suspect: bool = False) -> dict[str, list[float | None]]:
@@ -59,21 +64,31 @@ def candidate_speedups(results: Sequence[ItemResult], suspect: bool = False) -> 
 def best_at_k(rows: Mapping[str, Sequence[float | None]], k: int, bar: float) -> BestAtK:
     """PIE 2024: a row's speedup is max(1, slow / best correct of its first k), 1.0 without one."""
     speedups, correct = [], 0
-    for candidates in rows.values():
+    # Each row's figures by problem (a row is PROBLEM/...): the bootstrap's clusters.
+    by_problem: dict[str, list[dict[str, float]]] = defaultdict(list)
+    for key, candidates in rows.items():
         good = [speedup for speedup in candidates[:k] if speedup is not None]
         correct += bool(good)
         speedups.append(max([1.0, *good]))
+        figures = {"correct": 100.0 * bool(good), "mean_speedup": speedups[-1]}
+        figures |= {"optimized": 100.0 * (speedups[-1] >= OPTIMIZED), "optimized_at_bar": 100.0 * (speedups[-1] >= bar)}
+        by_problem[key.split("/")[0]].append(figures)
     count = len(speedups)
 
     def share(hits: int) -> float:
         return 100 * hits / count if count else 0.0
 
+    found = {
+        name: item_mean_interval([[row[name] for row in problem] for problem in by_problem.values()])
+        for name in ("correct", "optimized", "optimized_at_bar", "mean_speedup")
+    }
     return {
         "rows": count,
         "correct": share(correct),
         "optimized": share(sum(s >= OPTIMIZED for s in speedups)),
         "optimized_at_bar": share(sum(s >= bar for s in speedups)),
         "mean_speedup": statistics.mean(speedups) if speedups else 1.0,
+        "intervals": {name: list(ends) for name, ends in found.items() if ends is not None},
     }
 
 
@@ -85,9 +100,9 @@ def summarize(results: list[ItemResult], bar: float, ks: list[int], max_speedup:
         best = metrics[f"best@{k}"] = best_at_k(rows, k, bar)
         if best["rows"]:
             lines.append(
-                f"best@{k}: %Correct {best['correct']:.2f}%, %Optimized(1.10) {best['optimized']:.2f}%, "
-                f"%Optimized({bar:g}) {best['optimized_at_bar']:.2f}%, mean speedup {best['mean_speedup']:.3f}x "
-                f"({best['rows']} rows)"
+                f"best@{k}: %Correct {_shown(best, 'correct')}, %Optimized(1.10) {_shown(best, 'optimized')}, "
+                f"%Optimized({bar:g}) {_shown(best, 'optimized_at_bar')}, mean speedup {_shown(best, 'mean_speedup')} "
+                f"({best['rows']} rows{'; 95% intervals over problems' if best['intervals'] else ''})"
             )
         else:
             lines.append(f"best@{k}: no row has a graded candidate")
@@ -112,14 +127,33 @@ def summarize(results: list[ItemResult], bar: float, ks: list[int], max_speedup:
         how = "counted as 1.0x (--codebench-accept-suspect counts them)" if max_speedup else "counted"
         lines.append(f"suspect speedups: {len(suspects)}, above --codebench-max-speedup, {how}: {examples(suspects)}")
     lines += _measurement_lines(figures) + describe_trials(figures)
+    signal = signal_metrics([(result["task_id"], result["figures"]) for result in results])
+    if signal is not None:
+        lines.append(signal_line(signal))
     first = metrics[f"best@{ks[0]}"]
     score = first["optimized_at_bar"] if first["rows"] else None
     counted = {"scored": len(rows), "total": len(every)}
     return Summary(
         lines=lines,
-        metrics={**metrics, "problems": problems, "rows": counted, "trials": trial_metrics(figures)},
+        metrics={
+            **metrics,
+            "problems": problems,
+            "rows": counted,
+            "trials": trial_metrics(figures),
+            **({"row_signal": signal} if signal is not None else {}),
+        },
         score=score,
+        intervals={"score": first["intervals"]["optimized_at_bar"]} if "optimized_at_bar" in first["intervals"] else {},
     )
+
+
+def _shown(best: Mapping[str, Any], name: str) -> str:
+    """A figure of ``best`` with its interval where it has one: ``50.00% [25.00, 75.00]``,
+    ``1.200x [1.000, 1.450]`` (a report written before intervals has none)."""
+    form = "{:.3f}x" if name == "mean_speedup" else "{:.2f}%"
+    ends = best.get("intervals", {}).get(name)
+    shown = form.format(best[name])
+    return shown + (f" [{form.format(ends[0]).rstrip('x%')}, {form.format(ends[1]).rstrip('x%')}]" if ends else "")
 
 
 def failed_lines(results: Sequence[ItemResult], bar: float, k: int) -> list[str]:
@@ -162,8 +196,8 @@ def best_at_k_columns(metrics: Mapping[str, Any], bar: float, ks: list[int]) -> 
             **({f"%Optimized({bar:g})@{k}": "optimized_at_bar"} if bar != OPTIMIZED else {}),
         }
         for column, key in cells.items():
-            row[column] = f"{best[key]:.2f}%" if best["rows"] else "n/a"
-        row[f"mean speedup@{k}"] = f"{best['mean_speedup']:.3f}x" if best["rows"] else "n/a"
+            row[column] = _shown(best, key) if best["rows"] else "n/a"
+        row[f"mean speedup@{k}"] = _shown(best, "mean_speedup") if best["rows"] else "n/a"
     return row
 
 
@@ -193,10 +227,14 @@ def write_report(path: Path, cases: list[Case], results: list[ItemResult], colum
             continue
         row = dict(PieRow.from_json(case.record).row)
         done = [(sample, result["figures"]) for sample, result in sorted(by_row.get(case.task_id, {}).items())]
-        # The slow program and the reference are timed beside every candidate that ran.
+        # The slow program is timed beside every candidate that ran; the reference once a row.
         first = next((figures for _, figures in done if "input_time_mean" in figures), {})
         for tag in ("input", "reference"):
             row.update(_columns(tag, first, tag))
+        signalled = next((figures for _, figures in done if "row_signal" in figures), {})
+        row["reference_acc"] = signalled.get("reference_acc", row["reference_acc"])
+        for name in ("reference_speedup", "reference_ci_low", "reference_ci_high", "row_signal", "row_signal_holds"):
+            row[name] = signalled.get(name)
         best: Mapping[str, Any] = {}
         for sample, figures in done:
             row.update(_columns(f"{column}_{sample}", figures, "candidate"))

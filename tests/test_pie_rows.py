@@ -1,0 +1,114 @@
+"""PIE's rows: the slow program and the target checked and timed once per row for all its
+candidates (serial and across xdist's workers), and each row's signal (is the target measurably
+faster here?) said per row and counted in the summary, the JSON report and PIE's report."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_pie import FAST, SLOW, categories, write_pie
+
+from conftest import Run
+from pytest_codebench.benchmarks.pie.row_signal import row_signal, signal_line, signal_metrics
+
+PieRun = Callable[..., Run]
+
+
+@pytest.fixture
+def pie(codebench: Callable[..., Run]) -> PieRun:
+    def run(config: Path, *args: str) -> Run:
+        return codebench("--codebench-config", str(config), *args, benchmark="pie")
+
+    return run
+
+
+def figures(point: float | None, low: float | None, high: float | None, acc: float = 1.0) -> dict[str, Any]:
+    return {"reference_acc": acc, "reference_speedup": point, "reference_ci_low": low, "reference_ci_high": high}
+
+
+@pytest.mark.parametrize(
+    ("given", "expected"),
+    [
+        (figures(3.1, 2.9, 3.3), (True, "the target is measurably faster here: 3.10x [2.90, 3.30]")),
+        (figures(1.02, 0.97, 1.08), (False, "the target is not measurably faster here: 1.02x [0.97, 1.08]")),
+        # The low end on 1.0 is no evidence: the rule is strictly above.
+        (figures(1.1, 1.0, 1.2), (False, "the target is not measurably faster here: 1.10x [1.00, 1.20]")),
+        (
+            figures(None, None, None, acc=0.5),
+            (False, "the target fails this machine's test cases: it could not be timed"),
+        ),
+        (figures(None, None, None), (False, "the target was not timed")),
+    ],
+)
+def test_a_rows_signal_is_its_targets_lower_bound_above_one(given: dict[str, Any], expected: tuple[bool, str]) -> None:
+    assert row_signal(given) == expected
+
+
+def test_a_row_without_a_target_has_no_signal() -> None:
+    assert row_signal({"reference_speedup": 2.0}) is None
+
+
+def test_the_signal_is_counted_once_a_row() -> None:
+    rows = [
+        ("p1/s1", {"row_signal_holds": True}),
+        ("p1/s1", {"row_signal_holds": True}),
+        ("p2/s2", {"row_signal_holds": False}),
+        ("p2/s2", {}),  # a candidate that failed before the row was read
+        ("p3/s3", {}),  # a row without a target
+        ("p4/s4", {"row_signal_holds": False}),
+    ]
+    metrics = signal_metrics(rows)
+    assert metrics == {"rows": 3, "holds": 1, "share": 33.3, "without": ["p2/s2", "p4/s4"]}
+    assert signal_line(metrics) == (
+        "row signal: the target is measurably faster than the slow program on 1 of 3 rows (33.3%); 2 cannot "
+        "discriminate here (their candidates are still graded against the slow program): p2/s2, p4/s4"
+    )
+    assert signal_metrics([("p3/s3", {})]) is None
+
+
+# A "target" slower than the slow program: its row cannot show a speedup here.
+SLOWER = "n = int(input())\ntotal = 0\nfor i in range(n):\n    total += i * 1 + 0 * i\nprint(total)\n"
+SLOW_TOO = SLOW + "# the second row's slow program\n"
+
+
+def test_the_target_is_timed_once_a_row_and_its_signal_reported(pytester: pytest.Pytester, pie: PieRun) -> None:
+    references = [
+        {"problem_id": "p1", "submission_id_v0": "s1", "language": "python", "input": SLOW, "target": FAST},
+        {"problem_id": "p1", "submission_id_v0": "s2", "language": "python", "input": SLOW_TOO, "target": SLOWER},
+    ]
+    rows = [
+        {"input": SLOW, "generated_answers": [FAST, FAST + "# a comment\n", FAST + "# another\n"]},
+        {"input": SLOW_TOO, "generated_answers": [FAST]},
+    ]
+    config = write_pie(pytester.path, rows, references)
+    report = pytester.path / "codebench.json"
+    run = pie(config, "--codebench-report", str(report))
+    assert categories(run) == {"p1/s1[0]": "passed", "p1/s1[1]": "passed", "p1/s1[2]": "passed", "p1/s2[0]": "passed"}
+    first = [run.items[f"p1/s1[{index}]"]["properties"] for index in range(3)]
+    # The target ran once for the row: every candidate carries the very same figures of it.
+    shared = ("reference_time_mean", "reference_time_std", "reference_speedup", "reference_ci_low", "reference_ci_high")
+    assert {tuple(item[name] for name in shared) for item in first} == {tuple(first[0][name] for name in shared)}
+    # ... while each candidate's own trials time the slow program beside it.
+    assert len({item["input_time_mean"] for item in first}) == 3
+    assert all(item["row_signal"].startswith("the target is measurably faster here: ") for item in first)
+    second = run.items["p1/s2[0]"]["properties"]
+    assert second["row_signal"].startswith("the target is not measurably faster here: ")
+    run.result.stdout.fnmatch_lines(
+        [
+            "row signal: the target is measurably faster than the slow program on 1 of 2 rows (50%); 1 cannot "
+            "discriminate here (their candidates are still graded against the slow program): p1/s2"
+        ]
+    )
+    written = json.loads(report.read_text())
+    reasons = {item["id"]: item["reason"] for item in written["items"]}
+    assert "; row_signal: the target is not measurably faster here: " in reasons["p1/s2[0]"]
+    assert "row_signal" not in reasons["p1/s1[0]"]
+    metrics = written["metrics"]
+    assert metrics["row_signal"] == {"rows": 2, "holds": 1, "share": 50.0, "without": ["p1/s2"]}
+    pie_report = [json.loads(line) for line in (pytester.path / "out" / "report.jsonl").read_text().splitlines()]
+    assert [(row["row_signal_holds"], row["reference_acc"]) for row in pie_report] == [(True, 1.0), (False, 1.0)]
+    assert pie_report[1]["row_signal"] == second["row_signal"]
