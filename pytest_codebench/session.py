@@ -20,8 +20,8 @@ from .reports import markdown
 from .reports.comparison import ModelSummary, model_summaries, table, text_table
 from .reports.gate import gate_lines
 from .reports.harness import harness_version
-from .reports.model_tests import ModelComparison, comparison_lines, comparison_markdown, model_comparisons
 from .reports.junit_suite import add_to_junit
+from .reports.model_tests import ModelComparison, comparison_lines, comparison_markdown, model_comparisons
 from .reports.reporting import (
     ItemResult,
     RunInfo,
