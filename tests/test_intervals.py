@@ -19,6 +19,8 @@ from test_perf_scores import item, timed
 from conftest import Run
 from pytest_codebench.benchmarks.computeeval.perf.intervals import named_intervals
 from pytest_codebench.benchmarks.computeeval.perf.scores import perf_metrics
+from pytest_codebench.benchmarks.pie.report import best_at_k_columns
+from pytest_codebench.benchmarks.pie.report import summarize as summarize_pie
 from pytest_codebench.reports.gate import Check, compared_score, shortfall
 from pytest_codebench.reports.metrics import describe_pass_at_k, pass_at_ks
 from pytest_codebench.reports.reporting import Summary
@@ -204,3 +206,24 @@ def test_fast_p_and_the_geomean_carry_intervals_over_problems():
     assert score["intervals"]["geomean"] == [pytest.approx(math.exp(low)), pytest.approx(math.exp(high))]
     intervals = named_intervals(perf_metrics(results, [1], accept_suspect=False)["best_at_k"])
     assert sorted(intervals) == ["fast_1.0", "fast_1.5", "fast_2.0"]  # the named scores', no geomean
+
+
+def test_pie_figures_carry_intervals_over_problems_with_a_problems_rows_together():
+    """Rows p1/a and p1/b share problem p1: they are resampled together (three problems, not
+    four rows). %Optimized at the user's bar is PIE's score, and its interval the score's."""
+    results = []
+    for row, speedup in (("p1/a", 2.0), ("p1/b", 2.0), ("p2/c", 1.0), ("p3/d", 3.0)):
+        made = result(row, Outcome.PASSED)
+        made["figures"] = {"speedup": speedup}
+        results.append(made)
+    summary = summarize_pie(results, bar=1.5, ks=[1])
+    best = summary.metrics["best@1"]
+    clustered = item_mean_interval([[100.0, 100.0], [0.0], [100.0]])
+    assert best["optimized_at_bar"] == 75.0 and best["intervals"]["optimized_at_bar"] == list(clustered or ())
+    assert summary.intervals == {"score": list(clustered or ())}
+    low, high = clustered or (0, 0)
+    assert summary.lines[0].startswith("best@1: %Correct 100.00% [100.00, 100.00], ")
+    assert f"%Optimized(1.5) 75.00% [{low:.2f}, {high:.2f}]" in summary.lines[0]
+    assert summary.lines[0].endswith("(4 rows; 95% intervals over problems)")
+    cells = best_at_k_columns(summary.metrics, 1.5, [1])
+    assert cells["%Optimized(1.5)@1"] == f"75.00% [{low:.2f}, {high:.2f}]"

@@ -185,5 +185,5 @@ def test_pies_metrics_are_computed_again_from_the_merged_items(tmp_path: Path) -
     metrics = json.loads((tmp_path / "all.json").read_text())["metrics"]
     # best@1: s1's first is wrong (1.0), s2's is 1.2; best@2: 2.0 and 1.2. The user's bar is 1.5.
     assert metrics["best@1"] == {"rows": 2, "correct": 50.0, "optimized": 50.0, "optimized_at_bar": 0.0,
-                                 "mean_speedup": pytest.approx(1.1)}  # fmt: skip
+                                 "mean_speedup": pytest.approx(1.1), "intervals": {}}  # fmt: skip
     assert metrics["best@2"]["optimized_at_bar"] == 50.0 and metrics["best@2"]["mean_speedup"] == pytest.approx(1.6)

@@ -25,6 +25,7 @@ from pytest_codebench.benchmarks.pie.report import best_at_k
 from pytest_codebench.benchmarks.pie.rules import ProgramRun, judge, speed_verdict
 from pytest_codebench.errors import DatasetError
 from pytest_codebench.runners import RunResult
+from pytest_codebench.stats.bootstrap import item_mean_interval
 from pytest_codebench.verdict import Outcome
 
 # Sum 0..n-1: the slow way spends ~100 ms in a loop, the fast way is a formula.
@@ -360,7 +361,11 @@ def test_best_at_k_takes_the_best_correct_of_the_first_k() -> None:
     # Per row, each graded candidate's speedup in candidate order; None: not correct.
     rows: dict[str, list[float | None]] = {"p1/a": [None, 2.0, 3.0], "p2/b": [0.5], "p3/c": [None], "p4/d": [1.2, None]}
     one = best_at_k(rows, 1, bar=1.5)
+    intervals = one.pop("intervals")  # type: ignore[misc]
     assert one == {"rows": 4, "correct": 50.0, "optimized": 25.0, "optimized_at_bar": 0.0, "mean_speedup": 1.05}
+    # Over the 4 problems, each its one row's figure (tests/test_intervals.py has the rules).
+    assert intervals["correct"] == list(item_mean_interval([[0.0], [100.0], [0.0], [100.0]]) or ())
+    assert intervals["optimized_at_bar"] == [0.0, 0.0]
     two = best_at_k(rows, 2, bar=1.5)
     assert two["correct"] == 75.0 and two["optimized_at_bar"] == 25.0 and two["mean_speedup"] == pytest.approx(1.3)
     three = best_at_k(rows, 3, bar=1.5)
@@ -371,6 +376,7 @@ def test_best_at_k_takes_the_best_correct_of_the_first_k() -> None:
         "optimized": 0.0,
         "optimized_at_bar": 0.0,
         "mean_speedup": 1.0,
+        "intervals": {},
     }
 
 
