@@ -25,6 +25,7 @@ from pytest_codebench.reports.gate import Check, compared_score, shortfall
 from pytest_codebench.reports.metrics import describe_pass_at_k, pass_at_ks
 from pytest_codebench.reports.reporting import Summary
 from pytest_codebench.reports.thresholds import Threshold, threshold, thresholds
+from pytest_codebench.stats import bootstrap, paired
 from pytest_codebench.stats.bootstrap import TOO_FEW, interval, item_mean_interval, mean_interval
 from pytest_codebench.verdict import Outcome
 
@@ -227,3 +228,23 @@ def test_pie_figures_carry_intervals_over_problems_with_a_problems_rows_together
     assert summary.lines[0].endswith("(4 rows; 95% intervals over problems)")
     cells = best_at_k_columns(summary.metrics, 1.5, [1])
     assert cells["%Optimized(1.5)@1"] == f"75.00% [{low:.2f}, {high:.2f}]"
+
+
+def test_many_problems_take_the_large_sample_forms_which_agree_with_resampling(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Beyond ``LARGE`` problems the intervals and the sign-flip p are the normal forms, in
+    O(n): they must agree with the resampled ones they stand for (here at 1,200 problems)."""
+    rng = random.Random(3)
+    clusters = []
+    for index in range(1200):
+        rate = 0.7 if index % 3 == 0 else 0.3  # problems differ: samples of one problem agree more
+        items = [float(rng.random() < rate) for _ in range(rng.randint(1, 5))]
+        clusters.append((sum(items), float(len(items))))
+    differences = [float(rng.random() < 0.4) - float(rng.random() < 0.45) for _ in range(1200)]
+    fast = (bootstrap.interval(clusters), paired.bootstrap_interval(differences), paired.sign_flip_p(differences))
+    monkeypatch.setattr(bootstrap, "LARGE", 10**9)
+    monkeypatch.setattr(paired, "LARGE", 10**9)
+    slow = (bootstrap.interval(clusters), paired.bootstrap_interval(differences), paired.sign_flip_p(differences))
+    for approximate, resampled in zip(fast[:2], slow[:2], strict=True):
+        assert approximate is not None and resampled is not None
+        assert approximate == pytest.approx(resampled, abs=0.004)
+    assert (fast[2] < 0.05) == (slow[2] < 0.05) and fast[2] == pytest.approx(slow[2], abs=0.01)

@@ -30,6 +30,12 @@ Its false-positive rate, two models of the same per-problem success probability,
 ``bench/compare_calibration.py``.
 
 The generator is seeded (:data:`SEED`): one pair of reports always gives one interval.
+
+Beyond :data:`LARGE` problems both take their large-sample forms, in O(n) instead of seconds
+a pair (33 s for 10,000 problems): the interval is the normal one of the mean difference, and
+the sign-flip test's p is the normal tail of the observed sum over its randomization standard
+deviation, sqrt(sum of squared differences) (Lehmann & Romano, *Testing Statistical
+Hypotheses*, 3rd ed., 2005, section 15.2).
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import random
+import statistics
 from collections.abc import Sequence
 
 #: Resamples per interval.
@@ -45,6 +52,8 @@ RESAMPLES = 2000
 SEED = 20261127
 #: Two-sided level of a reading: the chance of "A > B" or "B > A" between equal models.
 ALPHA = 0.05
+#: Beyond this many problems, the large-sample forms (see the docstring).
+LARGE = 1000
 
 A_AHEAD, NO_DIFFERENCE, B_AHEAD = "A > B", "no difference shown", "B > A"
 SIGN_FLIP, MCNEMAR = "paired bootstrap interval, sign-flip test", "paired bootstrap interval, exact McNemar test"
@@ -81,6 +90,10 @@ def bootstrap_interval(differences: Sequence[float], seed: int = SEED) -> tuple[
     count = len(differences)
     if count < 2:
         return None
+    if count > LARGE:
+        mean = sum(differences) / count
+        half = statistics.NormalDist().inv_cdf(1 - ALPHA / 2) * statistics.pstdev(differences) / math.sqrt(count)
+        return mean - half, mean + half
     rng = random.Random(seed)
     means = sorted(sum(differences[rng.randrange(count)] for _ in range(count)) / count for _ in range(RESAMPLES))
     tail = round(RESAMPLES * ALPHA / 2)
@@ -94,6 +107,9 @@ def sign_flip_p(differences: Sequence[float], seed: int = SEED) -> float:
     moved = [difference for difference in differences if difference != 0]
     if not moved:
         return 1.0
+    if len(moved) > LARGE:
+        z = abs(sum(moved)) / math.sqrt(sum(value * value for value in moved))
+        return math.erfc(z / math.sqrt(2))
     observed = abs(sum(moved)) * (1 - 1e-9)  # a flip equal to it, up to rounding, counts as extreme
     rng = random.Random(seed)
     extreme = sum(
