@@ -190,7 +190,7 @@ def test_pass_at_k_per_group_and_ks_that_cannot_be_computed(pytester, codebench)
         [
             # (0.5 + 0 + 1) / 3 problems
             "all problems: pass@1 50.00% *; pass@2 not computed: 1 of 3 problems have fewer than 2 graded samples"
-            " (B/1 has 1) (3 problems)",
+            " (B/1 has 1) (3 problems; 95% intervals*",
             "  cccl: pass@1 100.00%; pass@2 not computed: *",
             "  cuda-kernels: pass@1 25.00% *; pass@2 50.00% * (2 problems; 95% intervals*",
             "outcomes: passed 2, test_failed 3",
