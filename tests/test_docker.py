@@ -249,7 +249,7 @@ def test_pie_grades_in_its_own_image(pytester, codebench, engine):
         pytester.path,
         [{"input": SLOW, "generated_answers": [FAST, WRONG]}],
         sizes=(4_000_000, 5_000_000),
-        num_trials=5,
+        num_trials=6,
     )
     run = codebench("--codebench-config", str(config), *DOCKER, benchmark="pie")
     assert categories(run) == {"p1/s1[0]": "passed", "p1/s1[1]": "wrong_output"}
