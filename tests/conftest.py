@@ -99,6 +99,20 @@ def codebench(pytester: pytest.Pytester, xdist_args: list[str]) -> Callable[...,
     return run
 
 
+#: ``pie(config, *args)``: ``pytest --codebench=pie --codebench-config CONFIG ARGS``, with and without xdist.
+PieRun = Callable[..., Run]
+
+
+@pytest.fixture
+def pie(codebench: Callable[..., Run]) -> PieRun:
+    """Runs PIE on the eval config ``config`` (see :data:`PieRun`)."""
+
+    def run(config: Path, *args: str) -> Run:
+        return codebench("--codebench-config", str(config), *args, benchmark="pie")
+
+    return run
+
+
 @pytest.fixture
 def run_context(pytestconfig: pytest.Config, tmp_path: Path) -> RunContext:
     """What a runner needs of a run, for using one directly (outside a pytest run of its own)."""

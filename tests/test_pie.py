@@ -9,7 +9,6 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +16,7 @@ import packs
 import pytest
 import yaml
 
-from conftest import Run
+from conftest import PieRun, Run
 from pytest_codebench.benchmarks.pie import accuracy, normalise_code
 from pytest_codebench.benchmarks.pie.config import EvalConfig, overrides, read_config
 from pytest_codebench.benchmarks.pie.load import PieRow
@@ -48,7 +47,6 @@ SIZES = (1_500_000, 2_000_000)
 # A fixed 3 s failed six tests on a busy 2-core machine, all passing alone (issue 22).
 LIMIT_ROOM = 20
 # The pie fixture: an inner pytest run grading the config, with extra arguments.
-PieRun = Callable[..., Run]
 
 
 def slow_seconds(n: int) -> float:
@@ -110,14 +108,6 @@ def write_pie(
     path = root / "eval_config.yaml"
     path.write_text(yaml.safe_dump(settings))
     return path
-
-
-@pytest.fixture
-def pie(codebench: Callable[..., Run]) -> PieRun:
-    def run(config: Path, *args: str) -> Run:
-        return codebench("--codebench-config", str(config), *args, benchmark="pie")
-
-    return run
 
 
 def categories(run: Run) -> dict[str, str]:

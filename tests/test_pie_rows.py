@@ -5,25 +5,13 @@ faster here?) said per row and counted in the summary, the JSON report and PIE's
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
 from test_pie import FAST, SLOW, categories, write_pie
 
-from conftest import Run
+from conftest import PieRun
 from pytest_codebench.benchmarks.pie.row_signal import row_signal, signal_line, signal_metrics
-
-PieRun = Callable[..., Run]
-
-
-@pytest.fixture
-def pie(codebench: Callable[..., Run]) -> PieRun:
-    def run(config: Path, *args: str) -> Run:
-        return codebench("--codebench-config", str(config), *args, benchmark="pie")
-
-    return run
 
 
 def figures(point: float | None, low: float | None, high: float | None, acc: float = 1.0) -> dict[str, Any]:
