@@ -48,12 +48,17 @@ def model_summaries(
     """Each model's summary by name, in name order: ``summarize`` (the benchmark's) over that
     model's items alone, in the order given. Empty where no item names a model (one unnamed
     set). Items of no model (a dataset record that could not be read) are in no row."""
-    by_model: dict[str, list[ItemResult]] = defaultdict(list)
+    return {name: ModelSummary(summarize(members), counts(members)) for name, members in by_model(results).items()}
+
+
+def by_model(results: Sequence[ItemResult]) -> dict[str, list[ItemResult]]:
+    """Each model's items by name, in name order, in the order given; items of no model are in none."""
+    grouped: dict[str, list[ItemResult]] = defaultdict(list)
     for result in results:
         model = result.get("model")
         if model is not None:
-            by_model[model].append(result)
-    return {name: ModelSummary(summarize(members), counts(members)) for name, members in sorted(by_model.items())}
+            grouped[str(model)].append(result)
+    return dict(sorted(grouped.items()))
 
 
 def percent(fraction: float) -> str:

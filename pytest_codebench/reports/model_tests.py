@@ -17,6 +17,7 @@ from typing import TypedDict
 
 from ..stats.paired import Comparison, pass_difference, speedup_ratio
 from ..verdict import Outcome
+from .comparison import by_model
 from .reporting import ItemResult, scored
 
 
@@ -109,11 +110,7 @@ def _figure(comparison: Comparison) -> Figure:
 
 def model_comparisons(results: Sequence[ItemResult]) -> list[ModelComparison]:
     """Every pair of the run's models, in name order; none where the run has fewer than two."""
-    by_model: dict[str, list[ItemResult]] = defaultdict(list)
-    for result in results:
-        if result.get("model") is not None:
-            by_model[str(result["model"])].append(result)
-    problems = {name: problems_of(members) for name, members in sorted(by_model.items())}
+    problems = {name: problems_of(members) for name, members in by_model(results).items()}
     return [compare(a, b, problems[a], problems[b]) for a, b in itertools.combinations(problems, 2)]
 
 
