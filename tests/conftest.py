@@ -3,13 +3,14 @@ from __future__ import annotations
 import dataclasses
 import os
 import xml.etree.ElementTree as ET
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import docker
 import packs
 import pytest
+from browser import CHROMIUM, Browser
 from tensorbench_data import SHARED_CACHE, pack
 
 from pytest_codebench.context import RunContext
@@ -111,6 +112,19 @@ def pie(codebench: Callable[..., Run]) -> PieRun:
         return codebench("--codebench-config", str(config), *args, benchmark="pie")
 
     return run
+
+
+@pytest.fixture(scope="session")
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Browser]:
+    """Headless Chromium (tests/browser.py), one per test session (or xdist worker), killed at its
+    end; skipped where there is none, failed instead where CI must have one (CODEBENCH_REQUIRE_CHROMIUM)."""
+    if not os.access(CHROMIUM, os.X_OK):
+        reason = f"no Chromium at {CHROMIUM} (apt-get install chromium, or set CODEBENCH_CHROMIUM)"
+        if os.environ.get("CODEBENCH_REQUIRE_CHROMIUM"):
+            pytest.fail(reason)
+        pytest.skip(reason)
+    with Browser(tmp_path_factory.mktemp("chromium-profile")) as chromium:
+        yield chromium
 
 
 @pytest.fixture
