@@ -188,16 +188,25 @@ class Tab:
 
     def wait_ready(self, route: str, timeout: float = TIMEOUT) -> None:
         """Waits until the page says it rendered ``route`` (``document.body.dataset.ready``)."""
+        seen = self.wait_for(f"document.body?.dataset.ready === {json.dumps(route)}", timeout, quiet=True)
+        if seen is not True:
+            ready = self.evaluate("document.body?.dataset.ready ?? null")
+            raise BrowserError(
+                f"the page did not render {route!r} within {timeout:g} s (ready: {ready!r}; errors: {self.errors})"
+            )
+
+    def wait_for(self, expression: str, timeout: float = TIMEOUT, quiet: bool = False) -> Any:
+        """The value of ``expression`` once it is truthy, polled; where it stays falsy, fails
+        (or, ``quiet``, returns its last value)."""
         deadline = time.monotonic() + timeout
-        seen = None
-        while time.monotonic() < deadline:
-            seen = self.evaluate("document.body ? document.body.dataset.ready ?? null : null")
-            if seen == route:
-                return
+        while True:
+            value = self.evaluate(expression)
+            if value or time.monotonic() > deadline:
+                break
             time.sleep(0.05)
-        raise BrowserError(
-            f"the page did not render {route!r} within {timeout:g} s (ready: {seen!r}; errors: {self.errors})"
-        )
+        if not value and not quiet:
+            raise BrowserError(f"{expression} still {value!r} after {timeout:g} s (errors: {self.errors})")
+        return value
 
     def open(self, url: str, route: str) -> None:
         """Navigates to ``url`` and waits for it to render ``route``."""
@@ -220,6 +229,28 @@ class Tab:
         x, y = box
         for kind in ("mousePressed", "mouseReleased"):
             self.send("Input.dispatchMouseEvent", {"type": kind, "x": x, "y": y, "button": "left", "clickCount": 1})
+
+    def type(self, selector: str, text: str) -> None:
+        """Types ``text`` into the field ``selector`` matches, in place of what it held, as a keyboard would."""
+        self.click(selector)
+        self.evaluate(f"document.querySelector({json.dumps(selector)}).select()")
+        self.send("Input.insertText", {"text": text})
+
+    def choose(self, selector: str, value: str) -> None:
+        """Picks ``value`` in the <select> ``selector`` matches, with the events a person's pick fires."""
+        found = self.evaluate(
+            f"""(() => {{
+                const el = document.querySelector({json.dumps(selector)});
+                if (!el || ![...el.options].some(o => o.value === {json.dumps(value)})) return false;
+                el.focus();
+                el.value = {json.dumps(value)};
+                el.dispatchEvent(new Event("input", {{bubbles: true}}));
+                el.dispatchEvent(new Event("change", {{bubbles: true}}));
+                return true;
+            }})()"""
+        )
+        if not found:
+            raise BrowserError(f"no option {value!r} in {selector!r}")
 
     def text(self, selector: str) -> str | None:
         """The text of the first element ``selector`` matches (None where none does)."""

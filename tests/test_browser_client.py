@@ -14,6 +14,7 @@ PAGE = """<!doctype html>
 <body>
 <button id="go" style="width:200px;height:40px">go</button>
 <p id="out">nothing yet</p>
+<input id="q" value="old"><select id="s"><option value="a">a</option><option value="b">b</option></select>
 <script>
   function render() {
     document.getElementById("out").textContent = "route " + location.hash;
@@ -22,6 +23,12 @@ PAGE = """<!doctype html>
   document.getElementById("go").addEventListener("click", () => {
     document.getElementById("out").textContent = "clicked";
   });
+  for (const id of ["q", "s"]) {
+    const el = document.getElementById(id);
+    el.addEventListener(id === "q" ? "input" : "change", () => {
+      document.getElementById("out").textContent = id + "=" + el.value;
+    });
+  }
   window.addEventListener("hashchange", render);
   render();
   BODY_SCRIPT
@@ -45,6 +52,18 @@ def test_a_page_is_waited_for_and_a_click_lands(browser: Browser, tmp_path: Path
         assert tab.text("#out") == "clicked"
         tab.open(url + "#/second", "#/second")
         assert tab.text("#out") == "route #/second"
+        assert tab.errors == []
+
+
+def test_typing_and_choosing_fire_the_events_a_person_would(browser: Browser, tmp_path: Path) -> None:
+    with browser.tab() as tab:
+        tab.open(page(tmp_path), "")
+        tab.type("#q", "p0001")
+        assert tab.text("#out") == "q=p0001"
+        tab.choose("#s", "b")
+        assert tab.text("#out") == "s=b"
+        with pytest.raises(BrowserError, match="no option 'c' in '#s'"):
+            tab.choose("#s", "c")
         assert tab.errors == []
 
 

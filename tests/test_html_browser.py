@@ -1,0 +1,300 @@
+"""The HTML report (--codebench-html, `python -m pytest_codebench html`) looked at as a person
+would, in headless Chromium (tests/browser.py): a real plugin run of the bundled PIE sample with
+two solution sets, serial and under xdist; the leaderboard against the JSON report, a click
+through to an item's logs, a filter, no console errors, and a hostile candidate shown as text."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import pytest
+from browser import Browser, BrowserError, Tab
+
+from conftest import XDIST_MODES
+
+# Each set answers some rows of the bundled sample (datasets/pie), with candidates of its own:
+# the rows either set answers are the sweep's, and a row a set leaves out is its missing_solution.
+SAMPLE = json.loads((Path(__file__).parents[1] / "datasets" / "pie" / "generations.jsonl").read_text().split("\n")[0])
+SECOND_ROW = json.loads(
+    (Path(__file__).parents[1] / "datasets" / "pie" / "generations.jsonl").read_text().split("\n")[1]
+)
+FASTER, CRASH, WRONG = SAMPLE["generated_answers"]
+# A candidate whose program and output (hence its log and its failure's reason) try to break out
+# of the page's HTML and JS, in colour: shown as text, it runs nothing.
+HOSTILE = (
+    "# </script><script>window.pwned=1</script>\n"
+    '# <img src=x onerror="window.pwned=2">\n'
+    "print('\\x1b[31m</script><script>window.pwned=1</script><img src=x onerror=\"window.pwned=2\">\\x1b[0m')\n"
+)
+SETS = {
+    "model-a": [{"input": SAMPLE["input"], "generated_answers": [FASTER, HOSTILE]}],
+    "model-b": [
+        {"input": SAMPLE["input"], "generated_answers": [WRONG, CRASH]},
+        {"input": SECOND_ROW["input"], "generated_answers": [SECOND_ROW["input"]]},
+    ],
+}
+# The items above: the hostile one and one with a log to click through to.
+HOSTILE_ID, CRASH_ID = "p00001/s0000001[model-a:1]", "p00001/s0000001[model-b:1]"
+# Two timed trials (one ignored) keep the sample's rows to seconds; the verdicts do not matter here.
+ARGS = ("--codebench=pie", "--codebench-pie", "num_trials=2", "--codebench-store", "off", "-p", "no:cacheprovider")
+VIEWS = ("#/", "#/speed", "#/problems")
+# The item's logs, by name: {data-log: text}.
+LOGS = 'Object.fromEntries([...document.querySelectorAll("#item pre.log")].map(p => [p.dataset.log, p.textContent]))'
+
+
+@dataclasses.dataclass
+class Run:
+    """A plugin run's JSON report and the HTML report's index.html."""
+
+    report: dict[str, Any]
+    page: Path
+
+    def item(self, item_id: str) -> dict[str, Any]:
+        return next(item for item in self.report["items"] if item["id"] == item_id)
+
+    def url(self, route: str) -> str:
+        return self.page.as_uri() + route
+
+
+def inner_pytest(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", *ARGS, *args], cwd=folder, capture_output=True, text=True, timeout=600
+    )
+
+
+def write_sets(folder: Path) -> Path:
+    sets = folder / "sets"
+    sets.mkdir()
+    for name, rows in SETS.items():
+        (sets / f"{name}.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return sets
+
+
+def written(done: subprocess.CompletedProcess[str], report: Path, page: Path) -> Run:
+    assert page.is_file(), f"no {page} (exit status {done.returncode}):\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    return Run(json.loads(report.read_text()), page)
+
+
+@pytest.fixture(scope="module", params=list(XDIST_MODES), ids=list(XDIST_MODES))
+def run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Run:
+    """One plugin run per xdist mode, looked at by every test of the module (a run per test would
+    grade the same rows again: pytester's folder is a test's own)."""
+    folder = tmp_path_factory.mktemp(f"html-{request.param}")
+    sets = write_sets(folder)
+    report, html = folder / "report.json", folder / "html"
+    extra = XDIST_MODES[request.param]
+    done = inner_pytest(
+        folder,
+        "--codebench-solutions",
+        str(sets),
+        "--codebench-report",
+        str(report),
+        "--codebench-html",
+        str(html),
+        *extra,
+    )
+    return written(done, report, html / "index.html")
+
+
+def item_route(nodeid: str) -> str:
+    # As JavaScript's encodeURIComponent spells it: the page's own links are built with it.
+    return "#/item/" + quote(nodeid, safe="-_.!~*'()")
+
+
+def shows_program(shown: str | None, program: str) -> bool:
+    """Whether the page shows every line of ``program``, as it is or as a diff's added lines."""
+    return shown is not None and all(line in shown for line in program.splitlines())
+
+
+def numbers(text: str) -> list[float]:
+    return [float(found) for found in re.findall(r"-?\d+(?:\.\d+)?", text.replace(",", ""))]
+
+
+def metric_value(summary: dict[str, Any], metric: str) -> float:
+    """The figure a leaderboard cell names, in a model's summary of the JSON report: a count
+    (``count:OUTCOME``), a metric or interval by its key, or by its path of keys joined by dots."""
+    if metric.startswith("count:"):
+        return float(summary["counts"].get(metric.removeprefix("count:"), 0))
+    flat: dict[str, Any] = {}
+
+    def walk(prefix: str, value: Any) -> None:
+        if isinstance(value, dict):
+            for key, inner in value.items():
+                walk(f"{prefix}.{key}" if prefix else str(key), inner)
+        else:
+            flat[prefix] = value
+
+    walk("", {"score": summary.get("score")})
+    walk("", summary.get("metrics", {}))
+    walk("", summary.get("intervals", {}))
+    assert isinstance(flat.get(metric), int | float), f"the leaderboard's {metric!r} is no number of the JSON report"
+    return float(flat[metric])
+
+
+def open_view(tab: Tab, run: Run, route: str) -> None:
+    tab.open(run.url(route), route)
+    assert tab.errors == [], f"{route}: {tab.errors}"
+
+
+def leaderboard(tab: Tab) -> list[dict[str, str]]:
+    cells: list[dict[str, str]] = tab.evaluate(
+        """[...document.querySelectorAll("#leaderboard tr[data-model] td[data-metric]")].map(td => ({
+            model: td.closest("tr").dataset.model, metric: td.dataset.metric,
+            value: td.dataset.value ?? "", text: td.textContent}))"""
+    )
+    return cells
+
+
+def test_the_leaderboard_shows_the_json_reports_numbers(browser: Browser, run: Run) -> None:
+    with browser.tab() as tab:
+        open_view(tab, run, "#/")
+        cells = leaderboard(tab)
+        models = run.report["models"]
+        assert {cell["model"] for cell in cells} == set(models)
+        for name, summary in models.items():
+            mine = [cell for cell in cells if cell["model"] == name]
+            assert any(not cell["metric"].startswith("count:") for cell in mine), f"{name}: no metric shown"
+            shown_counts = {cell["metric"] for cell in mine if cell["metric"].startswith("count:")}
+            assert {f"count:{outcome}" for outcome in summary["counts"]} <= shown_counts
+            for cell in mine:
+                expected = metric_value(summary, cell["metric"])
+                assert float(cell["value"]) == pytest.approx(expected, rel=1e-9, abs=1e-12), (name, cell)
+                # What a person reads: the number itself, as rounded for the eye.
+                assert any(abs(n - expected) <= max(0.051, abs(expected) * 1e-3) for n in numbers(cell["text"])), (
+                    name,
+                    cell,
+                )
+        header = tab.text("header#run") or ""
+        assert run.report["harness_version"] in header
+        assert run.report["dataset"]["sha256"][:12] in header
+
+
+def test_clicking_a_task_shows_its_logs(browser: Browser, run: Run) -> None:
+    item = run.item(CRASH_ID)
+    ((name, path),) = item["logs"].items()
+    with browser.tab() as tab:
+        open_view(tab, run, "#/problems")
+        tab.click(f'#matrix td[data-item="{item["nodeid"]}"] a')
+        tab.wait_ready(item_route(item["nodeid"]))
+        assert item["outcome"] in (tab.text('#item [data-field="outcome"]') or "")
+        assert item["reason"] in (tab.text('#item [data-field="reason"]') or "")
+        assert item["nodeid"] in (tab.text('#item [data-field="nodeid"]') or "")
+        assert shows_program(tab.text("#item pre.solution"), CRASH)
+        logs = tab.evaluate(LOGS)
+        shown = logs.get(name, logs.get(Path(path).name))
+        assert shown is not None, f"no log {name!r} on the page: {list(logs)}"
+        assert Path(path).read_text().strip() in shown and "# exit code 3" in shown
+        assert tab.errors == []
+
+
+def matrix_count(tab: Tab) -> tuple[int, int]:
+    """The count the page says, and the rows it shows."""
+    said = numbers(tab.text("#matrix-count") or "")
+    assert said, f"no count in #matrix-count: {tab.text('#matrix-count')!r}"
+    return int(said[0]), tab.evaluate('document.querySelectorAll("#matrix tr[data-task]").length')
+
+
+def count_becomes(tab: Tab, expected: int) -> tuple[int, int]:
+    """The count and rows once the page has shown ``expected`` (a filter may re-render a moment later)."""
+    with contextlib.suppress(BrowserError):
+        tab.wait_for(
+            f'(document.querySelector("#matrix-count")?.textContent.match(/\\d+/) ?? [])[0] === "{expected}"', 10
+        )
+    return matrix_count(tab)
+
+
+def test_a_filter_narrows_the_matrix(browser: Browser, run: Run) -> None:
+    tasks = {item["task_id"] for item in run.report["items"]}
+    crashed = {item["task_id"] for item in run.report["items"] if item["outcome"] == "runtime_error"}
+    with browser.tab() as tab:
+        open_view(tab, run, "#/problems")
+        assert matrix_count(tab) == (len(tasks), len(tasks)) == (2, 2)
+        assert {item["nodeid"] for item in run.report["items"]} == set(
+            tab.evaluate('[...document.querySelectorAll("#matrix td[data-item]")].map(td => td.dataset.item)')
+        )
+        tab.choose("#filter-outcome", "runtime_error")
+        assert count_becomes(tab, len(crashed)) == (1, 1)
+        tab.choose("#filter-outcome", "")
+        assert count_becomes(tab, 2) == (2, 2)
+        tab.type("#filter-text", "s0000002")
+        assert count_becomes(tab, 1) == (1, 1)
+        assert tab.evaluate('document.querySelector("#matrix tr[data-task]").dataset.task') == "p00001/s0000002"
+        # The filter as a link: opened afresh, the page shows the same narrowed matrix.
+        open_view(tab, run, "#/problems?outcome=missing_solution")
+        assert matrix_count(tab) == (1, 1)
+        assert tab.evaluate('document.querySelector("#filter-outcome").value') == "missing_solution"
+        assert tab.errors == []
+
+
+def test_every_view_and_item_opens_without_a_console_error(browser: Browser, run: Run) -> None:
+    with browser.tab() as tab:
+        for route in [*VIEWS, *(item_route(item["nodeid"]) for item in run.report["items"])]:
+            open_view(tab, run, route)
+
+
+def test_the_speed_view_has_each_models_charts_and_the_two_side_by_side(browser: Browser, run: Run) -> None:
+    with browser.tab() as tab:
+        open_view(tab, run, "#/speed")
+        figures = tab.evaluate('[...document.querySelectorAll("figure[id]")].map(f => f.id)')
+        expected = {f"{chart}-chart-{name}" for name in SETS for chart in ("speedup", "fastp")} | {"speedup-vs"}
+        assert expected <= set(figures)
+        assert tab.errors == []
+
+
+def test_a_hostile_candidate_is_shown_as_text_and_runs_nothing(browser: Browser, run: Run) -> None:
+    item = run.item(HOSTILE_ID)
+    assert item["outcome"] == "wrong_output"
+    with browser.tab() as tab:
+        for route in (*VIEWS, item_route(item["nodeid"])):
+            open_view(tab, run, route)
+        tab.evaluate("new Promise(done => setTimeout(done, 300))")  # an <img>'s onerror comes later
+        assert shows_program(tab.text("#item pre.solution"), HOSTILE)
+        log = tab.evaluate('[...document.querySelectorAll("#item pre.log")].map(p => p.textContent).join("")')
+        assert '</script><script>window.pwned=1</script><img src=x onerror="window.pwned=2">' in log
+        assert "\x1b" not in log and "[31m" not in log  # ANSI escapes stripped
+        assert "window.pwned=1</script>" in (tab.text('#item [data-field="reason"]') or "")
+        assert tab.evaluate("typeof window.pwned") == "undefined"
+        assert tab.evaluate('document.querySelectorAll("#item img, #item script").length') == 0
+        assert tab.errors == []
+
+
+def test_shard_reports_make_one_page_with_every_item(tmp_path: Path, browser: Browser) -> None:
+    sets = write_sets(tmp_path)
+    parts = [tmp_path / f"part{part}.json" for part in (1, 2)]
+    for part, report in enumerate(parts, 1):
+        done = inner_pytest(
+            tmp_path,
+            "--codebench-solutions",
+            str(sets),
+            f"--codebench-shard={part}/2",
+            "--codebench-report",
+            str(report),
+        )
+        assert report.is_file(), done.stdout[-3000:] + done.stderr[-3000:]
+    html = tmp_path / "html"
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest_codebench", "html", *map(str, parts), "-o", str(html)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    items = [item for report in parts for item in json.loads(report.read_text())["items"]]
+    assert {item["task_id"] for item in items} == {"p00001/s0000001", "p00001/s0000002"}
+    merged = Run({"items": items, "models": {}}, html / "index.html")
+    with browser.tab() as tab:
+        open_view(tab, merged, "#/problems")
+        assert matrix_count(tab) == (2, 2)
+        shown = tab.evaluate('[...document.querySelectorAll("#matrix td[data-item]")].map(td => td.dataset.item)')
+        assert sorted(shown) == sorted(item["nodeid"] for item in items)
+        open_view(tab, merged, "#/")
+        assert {cell["model"] for cell in leaderboard(tab)} == set(SETS)
+        assert tab.errors == []
