@@ -201,6 +201,12 @@ MARKDOWN = text_option(
     metavar="PATH",
     grading=False,
 )
+HTML = text_option(
+    "html",
+    "Write the HTML report (index.html, its assets and data) into this folder: opens from the file system.",
+    metavar="DIR",
+    grading=False,
+)
 RUN_DIR = text_option(
     "run-dir",
     "Each run keeps its logs and state in a folder under DIR (default: .codebench/runs under the rootdir).",
@@ -289,6 +295,7 @@ CORE_OPTIONS: tuple[Option[Any], ...] = (
     ALLOW_ERRORS,
     REPORT,
     MARKDOWN,
+    HTML,
     RUN_DIR,
     KEEP_LOGS,
     OUTPUT_LIMIT,

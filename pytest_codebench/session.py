@@ -15,11 +15,12 @@ from .case_images import ignored_line
 from .context import HOSTS_KEY, PRUNED_KEY, RunContext
 from .grading import EXPOSURE_KEY, VERDICT_KEY, Exposure
 from .items import CodebenchItem, DatasetFile, place_skip
-from .options import ALLOW_ERRORS, FAIL_UNDER, KEEP_LOGS, MARKDOWN, REPORT, RUNNER, SHARD, Settings
+from .options import ALLOW_ERRORS, FAIL_UNDER, HTML, KEEP_LOGS, MARKDOWN, REPORT, RUNNER, SHARD, Settings
 from .reports import markdown
 from .reports.comparison import ModelSummary, model_summaries, table, text_table
 from .reports.gate import gate_lines
 from .reports.harness import harness_version
+from .reports.html import write_html
 from .reports.junit_suite import add_to_junit
 from .reports.model_tests import ModelComparison, comparison_lines, comparison_markdown, model_comparisons
 from .reports.reporting import (
@@ -187,11 +188,17 @@ class CodebenchSession:
         self.models = model_summaries(self.benchmark.summarize, self.results)
         self.comparisons = model_comparisons(self.results)
         add_to_junit(self.config, self.summary, self.models)
-        report_path = self.settings[REPORT]
-        if report_path:
+        report_path, html_dir = self.settings[REPORT], self.settings[HTML]
+        if report_path or html_dir:
             models = {name: model.to_json() for name, model in self.models.items()}
-            report = report_json(self.run_info(), self.results, self.summary, models)
-            write_report(Path(report_path), {**report, "comparisons": self.comparisons})
+            report = {
+                **report_json(self.run_info(), self.results, self.summary, models),
+                "comparisons": self.comparisons,
+            }
+            if report_path:
+                write_report(Path(report_path), report)
+            if html_dir:  # the page is the JSON report's, drawn: after it, from the same dict
+                write_html(report, Path(html_dir))
         markdown_path = self.settings[MARKDOWN]
         if markdown_path and self.results:
             first = next((result for result in self.results if result["dataset_sha256"]), self.results[0])
@@ -270,6 +277,9 @@ class CodebenchSession:
             write(f"report: {self.settings[REPORT]}")
         if self.settings[MARKDOWN]:
             write(f"markdown: {self.settings[MARKDOWN]}")
+        html_dir = self.settings[HTML]
+        if html_dir:
+            write(f"html: {Path(html_dir) / 'index.html'}")
 
     # -- xdist ---------------------------------------------------------------------------------
 

@@ -5,6 +5,7 @@ site-packages), and the run folders it leaves in a project."""
 from __future__ import annotations
 
 import inspect
+import json
 import os
 import shutil
 import subprocess
@@ -229,6 +230,12 @@ def _source_copy(src: Path, dst: Path) -> Path:
     return dst
 
 
+# The HTML report's scripts, style sheet and vendored chart library (with its licence).
+PAGE_ASSETS = sorted(
+    str(path.relative_to(ROOT)) for path in (ROOT / "pytest_codebench/reports/html/assets").rglob("*") if path.is_file()
+)
+
+
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The wheel, built once per test run from a copy of the checkout (xdist workers share it)."""
@@ -259,7 +266,7 @@ def test_the_wheel_holds_the_plugin_and_its_samples_and_nothing_else(wheel: Path
         "pytest_codebench/benchmarks/computeeval/guard/main_guard.c",
         "pytest_codebench/benchmarks/computeeval/perf/cupti_profile.cpp",
     }
-    assert package == modules | dockerfiles | preloads | {"pytest_codebench/py.typed"}
+    assert package == modules | dockerfiles | preloads | set(PAGE_ASSETS) | {"pytest_codebench/py.typed"}
     samples = {
         name.removeprefix("pytest_codebench/datasets/")
         for name in names
@@ -353,3 +360,17 @@ def test_an_installed_wheel_grades_its_bundled_sample_with_stable_ids(
     rerun = user_pytest(answers, "--lf", "-n", "2", "--junitxml=rerun.xml")
     assert rerun.returncode == 1, rerun.stdout + rerun.stderr
     assert sorted(junit_cases(project / "rerun.xml")) == expected
+
+
+@pytest.mark.slow
+def test_an_installed_wheel_writes_the_html_report_with_every_asset(installed: Path, project: Path) -> None:
+    report = {"benchmark": "pie", "dataset": {"path": "d.jsonl"}, "options": {}, "items": []}
+    (project / "run.json").write_text(json.dumps(report))
+    command = [str(installed), "-m", "pytest_codebench", "html", "run.json", "-o", "page"]
+    done = subprocess.run(command, cwd=project, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    written = {str(path.relative_to(project / "page")) for path in (project / "page" / "assets").rglob("*")}
+    shipped = {name.removeprefix("pytest_codebench/reports/html/") for name in PAGE_ASSETS}
+    assert shipped <= written and "assets/vendor/chart.umd.min.js" in shipped
+    page = (project / "page" / "index.html").read_text()
+    assert all(f'src="{name}"' in page for name in shipped if name.endswith(".js") and "/js/" in name)

@@ -25,16 +25,18 @@ from ..benchmark import Benchmark, get_benchmark_class
 from ..context import RunContext
 from ..errors import HarnessError
 from ..once import LOCK_DIR
-from ..options import CORE_OPTIONS, MARKDOWN, REPORT, SHARD, K, Option, Settings
+from ..options import CORE_OPTIONS, HTML, MARKDOWN, REPORT, SHARD, K, Option, Settings
 from ..runners import runner_classes
 from . import compare_reports, markdown
 from .comparison import ModelSummary, model_summaries, table, text_table
+from .html import cli as html_cli
+from .html import write_html
 from .junit_merge import JUnitMergeError, merge_junit
 from .model_tests import comparison_lines, comparison_markdown, model_comparisons
 from .reporting import ItemResult, RunInfo, counts, report_json
 
 # Options that differ between the parts of one run by design: each shard's part and outputs.
-PER_PART = (SHARD, REPORT, MARKDOWN)
+PER_PART = (SHARD, REPORT, MARKDOWN, HTML)
 
 
 class MergeError(Exception):
@@ -220,6 +222,19 @@ example:
 """
 
 
+def html(paths: Sequence[Path], folder: Path) -> list[str]:
+    """Writes the HTML report of the report at ``paths`` (several: merged first, the merged
+    report kept in ``folder``) into ``folder``; returns the lines to print."""
+    lines: list[str] = []
+    if len(paths) == 1:
+        data = read_part(paths[0]).data  # as it is: an older run's report lacks newer keys
+    else:
+        merged = folder / "report.json"
+        lines = [*merge(paths, merged), f"report: {merged}"]
+        data = json.loads(merged.read_text())
+    return [*lines, f"html: {write_html(data, folder)}"]
+
+
 def main(argv: Sequence[str] | None = None, prog: str = "codebench") -> int:
     parser = argparse.ArgumentParser(prog=prog, description="pytest-codebench tools")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -236,7 +251,15 @@ def main(argv: Sequence[str] | None = None, prog: str = "codebench") -> int:
     command.add_argument("--junit", nargs="+", type=Path, default=[], metavar="PART.xml", help=junit_help)
     command.add_argument("--junitxml", type=Path, metavar="ALL.xml", help="where the merged JUnit XML goes")
     compare_reports.add_command(commands)
+    html_cli.add_command(commands)
     args = parser.parse_args(argv)
+    if args.command == "html":
+        try:
+            print("\n".join(html(args.reports, args.output)))
+        except MergeError as exc:
+            print(f"html: error: {exc}", file=sys.stderr)
+            return 1
+        return 0
     if args.command == "compare":
         try:
             print("\n".join(compare_reports.run(args)))

@@ -1,0 +1,103 @@
+/* #/item/<node id> : one item's verdict, figures, solution and logs, from its data file. */
+"use strict";
+(function (cb) {
+  const el = cb.dom.el;
+
+  function field(name, label, value) {
+    const text = value === null || value === undefined || value === "" ? "–" : String(value);
+    return el("div", { class: "fact" }, [el("dt", {}, label), el("dd", { data: { field: name } }, text)]);
+  }
+
+  function figures(item) {
+    const names = Object.keys(item.figures).sort();
+    const rows = names.map(function (name) {
+      return el("tr", { data: { figure: name } }, [el("th", { scope: "row" }, name), el("td", {}, String(item.figures[name]))]);
+    });
+    return el("div", { data: { field: "figures" } }, names.length ? el("table", { class: "figures" }, el("tbody", {}, rows)) : el("p", {}, "no figures"));
+  }
+
+  function isDiff(text) {
+    return /^(diff --git |--- |Index: )/m.test(text.slice(0, 2000));
+  }
+
+  // A patch's lines coloured by their first character: still text nodes only.
+  function diffLines(pre, text) {
+    text.split("\n").forEach(function (line, i) {
+      const kind = line[0] === "+" ? "add" : line[0] === "-" ? "del" : line[0] === "@" ? "hunk" : "ctx";
+      pre.appendChild(el("span", { class: "line " + kind }, (i ? "\n" : "") + line));
+    });
+    return pre;
+  }
+
+  function solution(item) {
+    const box = el("div", { data: { field: "solution" } });
+    if (!item.solution) {
+      box.appendChild(el("p", { class: "empty" }, "This report does not carry the solution; its logs below show what ran."));
+      return box;
+    }
+    item.solution.forEach(function (file) {
+      if (file.path) box.appendChild(el("h4", { class: "path" }, file.path));
+      const pre = el("pre", { class: isDiff(file.text) ? "solution diff" : "solution", data: { path: file.path } });
+      if (isDiff(file.text)) diffLines(pre, file.text); else pre.textContent = file.text;
+      box.appendChild(pre);
+    });
+    return box;
+  }
+
+  function logs(item) {
+    const box = el("div", { data: { field: "logs" } });
+    if (!item.logs.length) box.appendChild(el("p", { class: "empty" }, "no logs"));
+    item.logs.forEach(function (log) {
+      box.appendChild(el("h4", {}, log.name));
+      if (log.text === null) {
+        box.appendChild(el("p", { class: "missing", data: { log: log.name } }, "log not found at " + log.path));
+        return;
+      }
+      if (log.whole) box.appendChild(el("p", {}, ["cut to fit the page: ", el("a", { class: "whole-log", href: log.whole, data: { log: log.name } }, "the whole log")]));
+      box.appendChild(el("pre", { class: "log", data: { log: log.name } }, log.text));
+    });
+    return box;
+  }
+
+  function render(view, item) {
+    const rerun = "pytest '" + item.nodeid.replace(/'/g, "'\\''") + "'";
+    const section = el("section", { id: "item", data: { outcome: item.outcome } }, [
+      el("h2", {}, item.id || item.nodeid),
+      el("dl", { class: "facts" }, [
+        field("outcome", "outcome", item.outcome),
+        field("status", "pytest status", item.status),
+        field("reason", "reason", item.reason),
+        field("nodeid", "node id", item.nodeid),
+        field("rerun", "rerun", rerun),
+        field("model", "model", item.model),
+        field("group", "group", item.group),
+        field("excused", "scored", item.excused ? "no (the machine's doing)" : "yes"),
+        field("reuse", "verdict from", item.cached ? "the verdict store" : item.same_as ? "the duplicate " + item.same_as : "its own grading"),
+        field("command", "command", item.command),
+        field("exit_code", "exit code", item.exit_code),
+        field("started", "started", item.started),
+        field("wall_seconds", "wall time (s)", item.wall_seconds),
+      ]),
+      el("h3", {}, "Figures"), figures(item),
+      el("h3", {}, "Solution"), solution(item),
+    ]);
+    if (item.output_tail) section.appendChild(el("h3", {}, "Output (tail)"));
+    if (item.output_tail) section.appendChild(el("pre", { class: "output-tail" }, item.output_tail));
+    section.appendChild(el("h3", {}, "Logs"));
+    section.appendChild(logs(item));
+    view.appendChild(section);
+  }
+
+  cb.views.item = function (view, overview, nodeid) {
+    const name = "items/" + cb.shardOf(nodeid, overview.item_files);
+    return cb.need([name]).then(function (results) {
+      const item = results[0][nodeid];
+      if (!item) {
+        view.appendChild(el("p", { id: "not-found" }, "No item " + nodeid + " in this report."));
+        return;
+      }
+      view.appendChild(el("p", {}, el("a", { href: "#/problems?q=" + encodeURIComponent(item.task_id) }, "← " + item.task_id + " in the matrix")));
+      render(view, item);
+    });
+  };
+})(window.codebench);

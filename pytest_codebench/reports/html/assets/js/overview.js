@@ -1,0 +1,87 @@
+/* #/ : the leaderboard, the per-group table, the outcome chart and the models compared. */
+"use strict";
+(function (cb) {
+  const el = cb.dom.el;
+
+  function unique(lists) {
+    const seen = [];
+    lists.forEach(function (list) { list.forEach(function (name) { if (seen.indexOf(name) < 0) seen.push(name); }); });
+    return seen;
+  }
+
+  function valueCell(name, metric) {
+    if (!metric || metric.value === null || metric.value === undefined) return el("td", { data: { metric: name } }, "–");
+    return el("td", { data: { metric: name, value: metric.value, low: metric.low, high: metric.high } }, cb.dom.figure(metric));
+  }
+
+  function countCell(name, value) {
+    return el("td", { class: "count", data: { metric: name, value: value } }, String(value));
+  }
+
+  function leaderboard(overview) {
+    const rows = overview.leaderboard;
+    const metrics = unique(rows.map(function (row) { return row.metrics.map(function (m) { return m.name; }); }));
+    const counted = overview.outcomes.filter(function (name) { return rows.some(function (row) { return row.counts[name]; }); });
+    const head = el("tr", {}, [el("th", {}, "model")]
+      .concat(metrics.map(function (name) { return el("th", {}, name); }))
+      .concat(counted.map(function (name) { return el("th", { class: "count" }, name.replace(/_/g, " ")); }))
+      .concat([el("th", {}, "items"), el("th", { title: "skips and errors that are the machine's doing, out of the score" }, "excused"),
+        el("th", { title: "problems this machine could not grade at all" }, "could not grade here")]));
+    const body = rows.map(function (row) {
+      const byName = {};
+      row.metrics.forEach(function (metric) { byName[metric.name] = metric; });
+      return el("tr", { data: { model: row.model } }, [el("th", { scope: "row" }, cb.dom.modelLabel(row.model))]
+        .concat(metrics.map(function (name) { return valueCell(name, byName[name]); }))
+        .concat(counted.map(function (name) { return countCell("count:" + name, row.counts[name] || 0); }))
+        .concat([countCell("items", row.items), countCell("excused", row.excused), countCell("not-graded", row.not_graded)]));
+    });
+    return el("table", { id: "leaderboard" }, [el("thead", {}, head), el("tbody", {}, body)]);
+  }
+
+  function groups(overview) {
+    const table = overview.groups;
+    const head = el("tr", {}, [el("th", {}, "group")].concat(overview.models.map(function (name) { return el("th", {}, cb.dom.modelLabel(name)); })));
+    const body = table.rows.map(function (row) {
+      return el("tr", { data: { group: row.group } }, [el("th", { scope: "row" }, el("a", { href: "#/problems?group=" + encodeURIComponent(row.group) }, row.group))]
+        .concat(row.cells.map(function (cell) {
+          const shown = cb.dom.figure({ value: cell.value, low: cell.low, high: cell.high, unit: "%" });
+          return el("td", { data: { model: cell.model, metric: table.metric, value: cell.value, low: cell.low, high: cell.high } }, shown);
+        })));
+    });
+    return el("table", { id: "groups" }, [el("caption", {}, table.metric + " per group"), el("thead", {}, head), el("tbody", {}, body)]);
+  }
+
+  function interval(figure, scale, unit) {
+    if (!figure) return "–";
+    const digits = function (x) { return cb.dom.number(x * scale); };
+    const bounds = figure.low === null ? "" : " [" + digits(figure.low) + ", " + digits(figure.high) + "]";
+    return digits(figure.estimate) + unit + bounds + " (" + figure.reading + ")";
+  }
+
+  function comparisons(overview) {
+    const rows = overview.comparisons.map(function (pair) {
+      return el("tr", { data: { a: pair.a, b: pair.b } }, [
+        el("td", {}, pair.a), el("td", {}, pair.b),
+        el("td", { data: { metric: "pass@1 difference" } }, interval(pair.pass_at_1, 100, " pp")),
+        el("td", { data: { metric: "speedup ratio" } }, interval(pair.speedup_ratio, 1, "x")),
+      ]);
+    });
+    const head = el("tr", {}, ["A", "B", "pass@1, A − B", "geomean speedup, A / B"].map(function (text) { return el("th", {}, text); }));
+    return el("table", { id: "comparisons" }, [el("caption", {}, "models compared (paired, 95% intervals)"), el("thead", {}, head), el("tbody", {}, rows)]);
+  }
+
+  cb.views.overview = function (view, overview) {
+    view.appendChild(el("h2", {}, "Leaderboard"));
+    view.appendChild(el("div", { class: "scroll" }, leaderboard(overview)));
+    const chart = cb.charts.figure("outcomes-chart", "outcomes per model (items)");
+    chart.node.querySelector(".canvas").style.height = Math.max(160, 40 + 34 * overview.leaderboard.length) + "px";
+    view.appendChild(chart.node);
+    cb.charts.outcomes(chart.canvas, overview.leaderboard, overview.outcomes);
+    if (overview.comparisons.length) view.appendChild(el("div", { class: "scroll" }, comparisons(overview)));
+    if (overview.groups.rows.length) {
+      view.appendChild(el("h2", {}, "Groups"));
+      view.appendChild(el("div", { class: "scroll" }, groups(overview)));
+    }
+    return Promise.resolve();
+  };
+})(window.codebench);

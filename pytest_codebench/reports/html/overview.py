@@ -1,0 +1,157 @@
+"""The overview's data: the run's header, the leaderboard (one row per model) and the per-group
+table, read from the JSON report's figures as they are, so that the page shows the report's own
+numbers; reports of older runs lack some keys (intervals, comparisons, models) and show less."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..reporting import ItemResult
+from .records import GroupCell, GroupRow, GroupTable, LeaderRow, Metric, RunHeader
+
+
+def _metric(name: str, value: Any, bounds: Any, unit: str, scale: float = 1.0) -> Metric:
+    low, high = (
+        (bounds[0] * scale, bounds[1] * scale) if isinstance(bounds, list) and len(bounds) == 2 else (None, None)
+    )
+    return {"name": name, "value": None if value is None else value * scale, "low": low, "high": high, "unit": unit}
+
+
+def metrics_of(metrics: Mapping[str, Any]) -> list[Metric]:
+    """The leaderboard's figures of one model's ``metrics``: pass@k (percent; the report keeps
+    fractions), ComputeEval's fast_p and geomean per k, PIE's %Correct, %Optimized and mean
+    speedup per k; each with its interval where the report has one."""
+    found = [
+        _metric(f"pass@{k}", value, metrics.get("intervals", {}).get(k), "%", 100.0)
+        for k, value in (metrics.get("pass@k") or {}).items()
+    ]
+    for k, best in ((metrics.get("perf") or {}).get("best_at_k") or {}).items():
+        suffix = "" if k == "1" else f"@{k}"
+        intervals = best.get("intervals", {})
+        for p, value in (best.get("fast_p") or {}).items():
+            found.append(_metric(f"fast_{p}{suffix}", value, intervals.get(f"fast_{p}"), "%"))
+        found.append(_metric(f"geomean{suffix}", best.get("geomean"), intervals.get("geomean"), "x"))
+    for key, best in metrics.items():
+        if key.startswith("best@") and isinstance(best, dict):
+            k, intervals = key.removeprefix("best@"), best.get("intervals", {})
+            for name, unit in (("correct", "%"), ("optimized", "%"), ("mean_speedup", "x")):
+                if name in best:
+                    found.append(_metric(f"{name}@{k}", best[name], intervals.get(name), unit))
+    return found
+
+
+def model_rows(report: Mapping[str, Any]) -> dict[str, tuple[Mapping[str, Any], Mapping[str, int]]]:
+    """Each model's (metrics, counts) by name; a run of one unnamed set: one, named ""."""
+    models = report.get("models") or {}
+    if models:
+        return {name: (model.get("metrics") or {}, model.get("counts") or {}) for name, model in models.items()}
+    return {"": (report.get("metrics") or {}, report.get("counts") or {})}
+
+
+def leaderboard(report: Mapping[str, Any], items: Sequence[ItemResult], outcomes: Sequence[str]) -> list[LeaderRow]:
+    rows: list[LeaderRow] = []
+    for name, (metrics, counted) in model_rows(report).items():
+        mine = [item for item in items if (item.get("model") or "") == name]
+        counts = {outcome: counted[outcome] for outcome in outcomes if counted.get(outcome)}
+        rows.append(
+            {
+                "model": name,
+                "metrics": metrics_of(metrics),
+                "counts": counts,
+                "items": sum(counts.values()),
+                "excused": sum(1 for item in mine if item.get("excused")),
+                "not_graded": len(metrics.get("excluded") or []),
+                "problems": metrics.get("problems") if "pass@k" in metrics else None,
+            }
+        )
+    return rows
+
+
+def group_table(report: Mapping[str, Any], items: Sequence[ItemResult]) -> GroupTable:
+    """Rows of groups, a cell per model: the benchmark's pass@1 per group where it gives one
+    (``metrics.groups``), else the percent of the group's scored items that passed."""
+    models = model_rows(report)
+    groups = sorted({group for item in items if (group := item.get("group"))})
+    by_metrics = any("groups" in metrics for metrics, _ in models.values())
+    rows: list[GroupRow] = []
+    for group in groups:
+        cells: list[GroupCell] = []
+        for name, (metrics, _) in models.items():
+            if by_metrics:
+                figures = (metrics.get("groups") or {}).get(group) or {}
+                value = (figures.get("pass@k") or {}).get("1")
+                bounds = (figures.get("intervals") or {}).get("1")
+                cell = _metric("pass@1", value, bounds, "%", 100.0)
+            else:
+                cell = _metric("passed", _passed_share(items, group, name), None, "%")
+            cells.append({"model": name, "value": cell["value"], "low": cell["low"], "high": cell["high"]})
+        rows.append({"group": group, "cells": cells})
+    return {"metric": "pass@1" if by_metrics else "passed", "rows": rows}
+
+
+def _passed_share(items: Sequence[ItemResult], group: str, model: str) -> float | None:
+    scored = [
+        item
+        for item in items
+        if item.get("group") == group and (item.get("model") or "") == model and not item.get("excused")
+    ]
+    return 100.0 * sum(item["outcome"] == "passed" for item in scored) / len(scored) if scored else None
+
+
+def header(report: Mapping[str, Any]) -> RunHeader:
+    dataset = report.get("dataset") or {}
+    return {
+        "benchmark": str(report.get("benchmark", "")),
+        "dataset_path": str(dataset.get("path", "")),
+        "release": dataset.get("release"),
+        "sha256": dataset.get("sha256"),
+        "harness_version": str(report.get("harness_version") or "unknown"),
+        "started": report.get("started"),
+        "wall_seconds": report.get("wall_seconds"),
+        "run_dir": str(report.get("run_dir") or ""),
+        "machine": machine(report),
+        "command": command_line(report.get("options") or {}),
+        "merged_from": [str(part.get("report")) for part in report.get("merged_from") or []],
+    }
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, Mapping) and "summary" in value:
+        return str(value["summary"])
+    if isinstance(value, list) and all(isinstance(each, str) for each in value):
+        return ", ".join(value)
+    return value if isinstance(value, str) else json.dumps(value, default=str)
+
+
+def machine(report: Mapping[str, Any]) -> list[list[str]]:
+    """(label, text) of each fact the run probed, and ComputeEval's timing calibration."""
+    lines = [[str(key), _text(value)] for key, value in (report.get("environment") or {}).items()]
+    calibration = ((report.get("metrics") or {}).get("perf") or {}).get("calibration") or {}
+    if calibration.get("problems"):
+        spread = calibration.get("median_spread")
+        lines.append(
+            [
+                "calibration",
+                f"{calibration.get('timeable')} of {calibration['problems']} problems can be timed here"
+                + (f"; median A/A spread {spread:.3g}x" if isinstance(spread, float) else ""),
+            ]
+        )
+    return lines
+
+
+def command_line(options: Mapping[str, Any]) -> list[str]:
+    """The options that were set, as flags: ``--codebench=pie``, ``--codebench-k=1,5``."""
+    flags = []
+    for name, value in options.items():
+        if value in (None, False, [], {}, ""):
+            continue
+        flag = "--codebench" if name == "benchmark" else f"--codebench-{name}"
+        if value is True:
+            flags.append(flag)
+        elif isinstance(value, list):
+            flags.append(f"{flag}={','.join(map(str, value))}")
+        else:
+            flags.append(f"{flag}={value if not isinstance(value, dict) else json.dumps(value)}")
+    return flags
