@@ -187,21 +187,21 @@ class Tab:
         return reply["result"].get("value")
 
     def wait_ready(self, route: str, timeout: float = TIMEOUT) -> None:
-        """Waits until the page says it rendered ``route`` (``document.body.dataset.ready``)."""
-        seen = self.wait_for(f"document.body?.dataset.ready === {json.dumps(route)}", timeout, quiet=True)
+        """Waits until the page says it rendered ``route`` (``document.body.dataset.ready``);
+        fails at once where the page reports an error meanwhile (it will not render, or wrongly)."""
+        ready = f"document.body?.dataset.ready === {json.dumps(route)}"
+        seen = self.wait_for(ready, timeout, quiet=True, errors=True)
         if seen is not True:
             ready = self.evaluate("document.body?.dataset.ready ?? null")
-            raise BrowserError(
-                f"the page did not render {route!r} within {timeout:g} s (ready: {ready!r}; errors: {self.errors})"
-            )
+            raise BrowserError(f"the page did not render {route!r} (ready: {ready!r}; errors: {self.errors})")
 
-    def wait_for(self, expression: str, timeout: float = TIMEOUT, quiet: bool = False) -> Any:
+    def wait_for(self, expression: str, timeout: float = TIMEOUT, quiet: bool = False, errors: bool = False) -> Any:
         """The value of ``expression`` once it is truthy, polled; where it stays falsy, fails
-        (or, ``quiet``, returns its last value)."""
+        (or, ``quiet``, returns its last value); with ``errors``, stops at the page's first error."""
         deadline = time.monotonic() + timeout
         while True:
             value = self.evaluate(expression)
-            if value or time.monotonic() > deadline:
+            if value or time.monotonic() > deadline or (errors and self._errors):
                 break
             time.sleep(0.05)
         if not value and not quiet:
