@@ -125,6 +125,10 @@ class Benchmark(abc.ABC):
         (a corrupt archive); a bad record becomes a case with ``error`` set instead.
         """
 
+    #: One item grades its task's other samples too (they read its outcome): under xdist's
+    #: default distribution a task's items then go to one worker (:mod:`.scheduling`).
+    grades_tasks_whole = False
+
     def marks(self, case: Case) -> list[pytest.MarkDecorator]:
         """Marks for the case's item (``xdist_group``...), beside ``codebench`` and ``timeout``."""
         return []

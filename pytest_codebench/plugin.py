@@ -150,5 +150,15 @@ class XdistHooks:
             for host, hosted in self.config.stash.get(HOSTS_KEY, {}).items():
                 terminalreporter.write_line(f"logs on host {host}: {Path(hosted['run_dir']) / 'logs'}")
 
+    def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
+        """The default distribution, with a task's items on one worker where one of them grades
+        them all (:attr:`~.benchmark.Benchmark.grades_tasks_whole`); any other ``--dist`` as asked."""
+        state = config.stash.get(STATE_KEY, None)
+        if state is None or not state.benchmark.grades_tasks_whole or config.getvalue("dist") != "load":
+            return None
+        from .scheduling import TaskScheduling  # noqa: PLC0415 - needs xdist, which this class is registered with
+
+        return TaskScheduling(config, log)
+
     def pytest_handlecrashitem(self, crashitem: str, report: pytest.TestReport, sched: Any) -> None:
         self.config.stash[STATE_KEY].crash_as_error(report)

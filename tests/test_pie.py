@@ -159,7 +159,8 @@ def test_cpp_with_the_configs_cflags(pytester: pytest.Pytester, pie: PieRun) -> 
 
 
 def test_instruction_counts_make_identical_programs_exactly_equal(pytester: pytest.Pytester, pie: PieRun) -> None:
-    # The reference is byte-identical to the slow program; the first candidate differs by a comment.
+    # The reference is byte-identical to the slow program, and counted beside it; the first
+    # candidate differs by a comment: the same binary, no edit, never counted.
     references = [
         {"problem_id": "p1", "submission_id_v0": "s9", "language": "cpp", "input": CXX_SLOW, "target": CXX_SLOW}
     ]
@@ -167,11 +168,15 @@ def test_instruction_counts_make_identical_programs_exactly_equal(pytester: pyte
     config = write_pie(pytester.path, rows, references, sizes=(20_000, 30_000))
     run = pie(config, "--codebench-pie-metric", "instructions")
     same = run.items["p1/s9[0]"]["properties"]
+    assert same["category"] == "not_faster" and float(same["speedup"]) == 1.0
+    assert float(same["reference_speedup"]) == 1.0 and float(same["reference_ci_low"]) == 1.0
     assert (
-        same["category"] == "not_faster" and float(same["speedup"]) == 1.0 and float(same["reference_speedup"]) == 1.0
+        "compiles to the slow program's binary, comments and blank space aside: no edit"
+        in run.items["p1/s9[0]"]["message"]
     )
-    assert same["metric"] in ("instructions (perf)", "instructions (callgrind)")
-    assert run.items["p1/s9[1]"]["properties"]["category"] == "passed"
+    faster = run.items["p1/s9[1]"]["properties"]
+    assert faster["category"] == "passed"
+    assert faster["metric"] in ("instructions (perf)", "instructions (callgrind)")
     run.result.stdout.fnmatch_lines(["metric: instructions (*)"])
 
 
@@ -343,7 +348,7 @@ def test_the_config_file_is_typed_and_checked(tmp_path: Path) -> None:
 
 
 def test_a_row_round_trips_through_json() -> None:
-    row = PieRow({"input": SLOW, "extra": [1]}, 3, "p1", "python", SLOW, None, "/cases/p1", [0, 2], "gaps: [1]")
+    row = PieRow({"input": SLOW, "extra": [1]}, 3, "p1", "python", SLOW, None, "/cases/p1", [0, 2], "gaps: [1]", [FAST])
     assert PieRow.from_json(json.loads(json.dumps(row.to_json()))) == row
 
 

@@ -19,7 +19,6 @@ import functools
 import hashlib
 import json
 import shlex
-import statistics
 from pathlib import Path
 from typing import Any, cast
 
@@ -31,13 +30,13 @@ from pytest_codebench.grading import Grading
 from pytest_codebench.options import ADAPTIVE_TRIALS, DATASET, OUTPUT_LIMIT, SOLUTIONS, K
 from pytest_codebench.reports.comparison import Row
 from pytest_codebench.reports.reporting import ItemResult, Summary
-from pytest_codebench.runners import Runner
+from pytest_codebench.runners import Runner, RunResult
 from pytest_codebench.stats.signs import Looks
 from pytest_codebench.sweeps.solution_sets import SolutionSet, sweep
 from pytest_codebench.verdict import Outcome, Verdict
 
 from ..records import sha256_file
-from ..speedup import ACCEPT_SUSPECT, MAX_SPEEDUP, Figures, Stopping
+from ..speedup import ACCEPT_SUSPECT, MAX_SPEEDUP, Stopping
 from .config import (
     CONFIG,
     CXX,
@@ -52,11 +51,12 @@ from .config import (
     read_config,
 )
 from .load import Loader, PieRow
-from .measure import UNMEASURED, count_instructions, instruction_counter, time_programs
+from .measure import UNMEASURED, instruction_counter
 from .report import OPTIMIZED, best_at_k_columns, summarize, write_report
+from .row import CandidateFailure, Measuring, RowOutcome, candidate_failure, digest, grade_row
 from .row_signal import row_signal
-from .rules import Failure, ProgramRun, speed_verdict, suspicion
-from .sandbox import CandidateFailed, Launch, Program, Sandbox, pinned_core
+from .rules import speed_verdict, suspicion
+from .sandbox import Launch, Program, Sandbox, pinned_core
 
 # Never decide a candidate's speed on fewer trials than this (beyond the ignored ones), unless
 # the config allows fewer in all.
@@ -69,6 +69,8 @@ class Pie(Benchmark):
     options = OPTIONS
     # A directory of generations files, one per model: NAME.jsonl.
     solution_suffixes = (".jsonl",)
+    # A row is checked and timed as a unit (``row``).
+    grades_tasks_whole = True
 
     def __init__(self, context: RunContext) -> None:
         super().__init__(context)
@@ -156,34 +158,31 @@ class Pie(Benchmark):
             return self._grade(grading, row, sandbox)
 
     def _grade(self, grading: Grading, row: PieRow, sandbox: Sandbox) -> Verdict:
-        # The slow program and the target, checked and timed once per row (``_row``).
-        shared = self._row(grading, row, sandbox.launch)
-        grading.figures.update(cast("dict[str, float | str]", shared))
-        signal = row_signal(shared)
+        # The row's programs, every candidate's among them, checked and timed once per row (``row``).
+        shared = self._row(grading, row, sandbox)
+        grading.figures.update(cast("dict[str, float | str]", shared["figures"]))
+        signal = row_signal(shared["figures"])
         if signal is not None:
             grading.figures.update(row_signal=signal[1], row_signal_holds=signal[0])
         # A row without signal still grades its candidate against the slow program: said beside it.
         note = "" if signal is None or signal[0] else f"; row_signal: {signal[1]}"
-        slow, candidate = (program for program in self.programs(grading.case) if program.tag != "reference")
-        for program in (slow, candidate):
-            failed = self._add(grading, sandbox, program)
-            if failed is not None:
-                return failed
-        verdict, accuracy = self._check(grading, sandbox, candidate, row.test_indices)
-        if verdict is not None:
-            return verdict
-        if (grading.case.solution or {})["code"] == row.slow:
-            # No edit at all: nothing to measure, and a measurement could only add noise.
-            grading.figures.update(metric=UNMEASURED, speedup=1.0, ci_low=1.0, ci_high=1.0, candidate_acc=1.0)
-            return grading.verdict(Outcome.NOT_FASTER, "byte-identical to the slow program: no edit" + note)
-        try:
-            figures = self._measure(sandbox, [slow, candidate], row.test_indices)
-        except CandidateFailed as exc:
-            reason = f"test case {exc.test}, in a measuring run after passing its check: {exc.failure.reason}"
-            return self._run_failed(grading, "candidate", dataclasses.replace(exc.failure, reason=reason), exc.run)
-        figures["candidate_acc"] = accuracy
+        found = shared["candidates"][digest((grading.case.solution or {})["code"])]
+        grading.figures["candidate_acc"] = found["accuracy"]
+        failure = found["failure"]
+        if failure is not None:
+            logged = RunResult(**failure["log"])
+            grading.log(failure["phase"], logged)
+            # A wrong output's reason quotes its first mismatching line: the output itself (40 lines
+            # of it in the failure text) would bury it, and its log keeps it whole.
+            quiet = {"output_tail": ""} if failure["outcome"] == Outcome.WRONG_OUTPUT.value else {}
+            return grading.verdict(Outcome(failure["outcome"]), failure["reason"], logged, **quiet)
+        if found["no_edit"] is not None:
+            # Nothing to measure, and a measurement could only add noise.
+            grading.figures.update(metric=UNMEASURED, speedup=1.0, ci_low=1.0, ci_high=1.0)
+            return grading.verdict(Outcome.NOT_FASTER, found["no_edit"] + note)
         # A None figure is one that is not meaningful (a net speedup below the noise floor):
         # the reports show it as null, which the core's figure type does not spell out.
+        figures = found["figures"]
         grading.figures.update(cast("dict[str, float | str]", figures))
         outcome, reason = speed_verdict(figures, self.settings[MIN_SPEEDUP])
         why = suspicion(figures, self.settings[MAX_SPEEDUP])
@@ -194,94 +193,41 @@ class Pie(Benchmark):
             reason += f"; suspect: {why}"
         return grading.verdict(outcome, reason + note + (f"; {row.test_note}" if row.test_note else ""))
 
-    def _row(self, grading: Grading, row: PieRow, launch: Launch) -> Figures:
-        """The row's own figures, for every candidate of the row and every worker: the slow
-        program and the target checked on every test case, and the target timed against the
-        slow program (its speedup is the row's signal, ``row_signal``), once per row and run,
-        in a sandbox of its own. Each candidate is then timed against the slow program alone,
-        paired within its own trials, instead of beside both (issue 24: a row of six candidates
-        timed its slow program and target six times)."""
-        programs = [program for program in self.programs(grading.case) if program.tag != "candidate"]
+    def _row(self, grading: Grading, row: PieRow, sandbox: Sandbox) -> RowOutcome:
+        """The row graded as a unit (``row``), once per row and run, for every candidate of the
+        row and every worker: the slow program runs once a trial for all of them, where each
+        item timing its own candidate ran it again (issue 24: a row of six candidates timed its
+        slow program six times)."""
+        programs = self.programs(grading.case)[:-1] + [Program("candidate", row.language, c) for c in row.candidates]
         facts = [
             [program.code for program in programs],
             row.language,
             tests_digest(row.tests, tuple(row.test_indices)),
-            dataclasses.asdict(dataclasses.replace(launch, core=None)),  # each xdist worker has its own core
+            dataclasses.asdict(dataclasses.replace(sandbox.launch, core=None)),  # each xdist worker has its own core
             [self.settings[PIE_METRIC], self.settings[CXX], self.config.cflags, grading.runner.fingerprint()],
             [getattr(self.stopping, name) for name in ("bars", "width", "min_trials", "cap", "adaptive", "ignore")],
         ]
         key = hashlib.sha256(json.dumps(facts, sort_keys=True, default=str).encode()).hexdigest()[:20]
 
-        def compute() -> Figures:
-            with Sandbox(grading.runner, launch, Path(row.tests)) as sandbox:
-                for program in programs:
-                    self._add(grading, sandbox, program)  # a compile error raises: the dataset's fault
-                figures: Figures = {}
-                timed = []
-                for program in programs:
-                    verdict, figures[f"{program.tag}_acc"] = self._check(grading, sandbox, program, row.test_indices)
-                    if verdict is None:
-                        timed.append(program)
-                    elif program.tag == "input":
-                        raise DatasetError(row.tests, f"the slow program itself fails: {verdict.reason}")
-                if len(timed) == 2:  # a target that fails keeps its accuracy, and is not timed
-                    measured = self._measure(sandbox, timed, row.test_indices)
-                    figures.update({name: value for name, value in measured.items() if name.startswith("reference_")})
-                return figures
+        def compute() -> RowOutcome:
+            counter = None
+            if self.settings[PIE_METRIC] == "instructions":
+                self._counter = self._counter or instruction_counter(sandbox)
+                counter = self._counter
+            how = Measuring(self.stopping, counter, lambda program: self._compile(sandbox, program))
+            return grade_row(sandbox, programs, row.test_indices, how)
 
-        shared: Figures = grading.context.once(f"pie-row-{key}", compute)
+        shared: RowOutcome = grading.context.once(f"pie-row-{key}", compute)
         return shared
 
-    def _add(self, grading: Grading, sandbox: Sandbox, program: Program) -> Verdict | None:
-        """Put ``program`` in the sandbox, compiled where it is C++: the candidate's compile
-        error is its verdict, the slow program's or the reference's is the dataset's fault."""
-        sandbox.add(program)
+    def _compile(self, sandbox: Sandbox, program: Program) -> CandidateFailure | None:
+        """Compile ``program`` in the sandbox where it is C++; its compile error, else None."""
         if program.language != "cpp":
             return None
         result = sandbox.compile(program, self.settings[CXX], self.config.cflags)
         if result.ok:
             return None
-        grading.log(f"{program.tag}-compile", result)
-        if program.tag != "candidate":
-            raise DatasetError(sandbox.tests, f"the {program.tag} program does not compile:\n{result.tail(10)}")
-        grading.figures["candidate_acc"] = 0.0
-        return grading.verdict(Outcome.BUILD_ERROR, "compile error", result)
-
-    def _check(
-        self, grading: Grading, sandbox: Sandbox, program: Program, tests: list[int]
-    ) -> tuple[Verdict | None, float]:
-        """Run on every test once: the verdict on the first timeout, crash or wrong output,
-        naming the test case, and the program's accuracy (PIE's: 0 for a timeout or a crash)."""
-        scores: list[float] = []
-        for test in tests:
-            run, failure = sandbox.check(program, test)
-            if failure is None:
-                scores.append(1.0)
-                continue
-            named = dataclasses.replace(failure, reason=f"test case {test}: {failure.reason}")
-            wrong = failure.outcome is Outcome.WRONG_OUTPUT
-            score = statistics.mean([*scores, failure.accuracy]) if wrong else 0.0
-            return self._run_failed(grading, program.tag, named, run), score
-        return None, 1.0
-
-    @staticmethod
-    def _run_failed(grading: Grading, tag: str, failure: Failure, run: ProgramRun) -> Verdict:
-        """The verdict on program ``tag``'s failed run, its stderr and the head of its stdout logged."""
-        logged = run.for_log()
-        grading.log(tag, logged)
-        if tag == "candidate":
-            grading.figures["candidate_acc"] = 0.0
-        # A wrong output's reason quotes its first mismatching line: the output itself (40 lines
-        # of it in the failure text) would bury it, and its log keeps it whole.
-        quiet = {"output_tail": ""} if failure.outcome is Outcome.WRONG_OUTPUT else {}
-        return grading.verdict(failure.outcome, failure.reason, logged, **quiet)
-
-    def _measure(self, sandbox: Sandbox, programs: list[Program], tests: list[int]) -> Figures:
-        if self.settings[PIE_METRIC] == "instructions":
-            if self._counter is None:
-                self._counter = instruction_counter(sandbox)
-            return count_instructions(sandbox, programs, tests, self._counter)
-        return time_programs(sandbox, programs, tests, self.stopping)
+        return candidate_failure(Outcome.BUILD_ERROR, "compile error", "candidate-compile", result)
 
     @functools.cached_property
     def stopping(self) -> Stopping:

@@ -21,9 +21,9 @@ from .config import EvalConfig, located
 from .sandbox import COUNTED_SLOWDOWN
 
 PROMPT_START, PROMPT_END = "# slower version:", "# optimized version of the same code:"
-# Per test case: the check runs of the three programs, the timed runs of each trial (three
-# programs and the bare interpreter); and the seconds of three compiles and the rest.
-CHECK_RUNS, TIMED_RUNS, SLACK = 3, 4, 3 * 120 + 60
+# A row's programs besides its candidates (the slow program, the target, the bare interpreter);
+# the seconds of a compile, and of the rest.
+ROW_PROGRAMS, COMPILE, SLACK = 3, 120, 60
 # The most the backstop allows an item (about four months): beyond it a timer overflows.
 MAX_BUDGET = 1e7
 
@@ -49,6 +49,8 @@ class PieRow:
     test_indices: list[int]
     #: What is odd about the test cases (gaps in their numbering), for the reason.
     test_note: str | None
+    #: Every candidate of the row, in its order: the row is checked and timed as a unit (``row``).
+    candidates: list[str]
 
     def to_json(self) -> dict[str, Any]:
         return {field.name: getattr(self, field.name) for field in dataclasses.fields(self)}
@@ -128,8 +130,9 @@ class Loader:
                 tests=str(tests_root / problem_id),
                 test_indices=indices,
                 test_note=note,
+                candidates=candidates,
             ).to_json()
-            budget = self.budget(len(indices))
+            budget = self.budget(len(indices), len(candidates))
             cases += [
                 Case(f"{name}[{index}]", name, index, record, {"code": code}, problem_id, budget, line=line.number - 1)
                 for index, code in enumerate(candidates)
@@ -154,10 +157,13 @@ class Loader:
             references[normalise_code(row[slow_column])] = row
         return references
 
-    def budget(self, tests: int) -> float:
-        """pytest-timeout backstop: every run of every trial at its limit, plus the checks."""
+    def budget(self, tests: int, candidates: int) -> float:
+        """pytest-timeout backstop of each item of a row (any of them may grade the whole row,
+        ``row``): every run of every program in every trial at its limit (the first trial is
+        the check), and every compile."""
         per_run = self.config.max_time_per_run * (COUNTED_SLOWDOWN if self.counted else 1)
-        return min(tests * (CHECK_RUNS + TIMED_RUNS * self.config.num_trials) * per_run + SLACK, MAX_BUDGET)
+        programs = ROW_PROGRAMS + candidates
+        return min(tests * programs * self.config.num_trials * per_run + programs * COMPILE + SLACK, MAX_BUDGET)
 
     def _join(
         self, label: str, line: Line, references: dict[str, dict[str, Any]]

@@ -1,6 +1,7 @@
-"""Measuring PIE's programs in their :class:`~.sandbox.Sandbox`: wall time, interleaved in
-adaptive trials (the timing itself, for any benchmark, is in :mod:`pytest_codebench.benchmarks.speedup`),
-or user-space instructions (perf, or callgrind where perf is not allowed).
+"""Measuring PIE's programs in their :class:`~.sandbox.Sandbox`: the figures of wall time taken
+in a row's trials (the trials themselves are :mod:`.row`'s, raced by
+:mod:`pytest_codebench.benchmarks.race`), or user-space instructions (perf, or callgrind where
+perf is not allowed).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import statistics
 from pytest_codebench.errors import HarnessError
 from pytest_codebench.verdict import Outcome
 
-from ..speedup import Figures, Stopping, noise_floor, speedup_figures, timed_trials, trial_figures
+from ..speedup import Figures, Trials, noise_floor, speedup_figures, trial_figures
 from .rules import Failure, ProgramRun
 from .sandbox import CandidateFailed, Program, Sandbox, count_of, cpu_of
 
@@ -31,30 +32,22 @@ UNMEASURED = "none (identical)"
 # -- PIE's programs ---------------------------------------------------------------------------
 
 
-def time_programs(sandbox: Sandbox, programs: list[Program], tests: list[int], stopping: Stopping) -> Figures:
-    """Wall time, interleaved: each trial runs every program (and the bare interpreter, for
-    Python) on every test. Times are whole process times, start-up included, summed over the
-    tests of a trial, in ms; the ignored trials are dropped. Trials stop once the last
-    program's speedup over the first (the slow program) is decided (``stopping``)."""
-    contenders: list[Program | None] = [*programs, *([None] if programs[0].language == "python" else [])]
-    candidate = programs[-1]  # the candidate, or the target where a row is timed alone
-    trials = timed_trials(
-        contenders,
-        tests,
-        lambda program, test: sandbox.measured(program, test).result.seconds * 1000,
-        stopping,
-        (programs[0], candidate),
-    )
-    totals = {_tag(program): sums for program, sums in trials.totals.items()}
-    startup = totals.pop("startup", None)
-    floor = noise_floor(startup, len(tests)) if startup else 0.0
+def time_figures(trials: Trials[Program | None], slow: Program, program: Program, runs: int) -> Figures:
+    """A program's figures from the trials it ran beside the slow program (and the bare
+    interpreter, ``None``, for Python): its speedup over the slow program, PIE's (whole process
+    times, start-up included, summed over the tests of a trial, in ms), and net of start-up;
+    each program's times; ``runs``: the test cases of a trial. Named as a candidate's,
+    whatever ``program`` is."""
+    totals = {"input": trials.totals[slow], "candidate": trials.totals[program]}
+    startup = trials.totals.get(None)
+    floor = noise_floor(startup, runs) if startup else 0.0
     figures: Figures = {
         "metric": "wall",
         **trial_figures(trials),
         **speedup_figures(totals, startup, floor, trials.looks),
     }
     if startup:
-        figures["startup_ms"] = round(statistics.median(startup) / len(tests), 3)  # a run's
+        figures["startup_ms"] = round(statistics.median(startup) / runs, 3)  # a run's
         figures["noise_floor_ms"] = round(floor, 3)  # a trial's, as the times below
     for tag, times in totals.items():
         figures[f"{tag}_time_median"] = round(statistics.median(times), 3)
@@ -145,7 +138,3 @@ def _instructions(sandbox: Sandbox, program: Program | None, test: int, counter:
         raise CandidateFailed(test, Failure(Outcome.INVALID_SOLUTION, why), run)
     log = run.counted or ""
     raise HarnessError(f"counting instructions with {counter} failed: {run.result.tail(5)} {log[-300:]}")
-
-
-def _tag(program: Program | None) -> str:
-    return program.tag if program else "startup"

@@ -130,7 +130,7 @@ class Sandbox:
         self.runner, self.launch, self.tests = runner, launch, tests
         # Held while this process lives: a later run sweeps it if this one is killed.
         self.root = cleanup.held_tempdir("pie")
-        self.runnable: dict[str, Runnable] = {}  # by tag: the source, or the binary compiled
+        self.runnable: dict[Program, Runnable] = {}  # the source, or the binary compiled
 
     def __enter__(self) -> Sandbox:
         return self
@@ -140,11 +140,11 @@ class Sandbox:
         cleanup.remove_tree(self.root)
 
     def add(self, program: Program) -> None:
-        self.runnable[program.tag] = Runnable(program.name, program.code.encode(), 0o644)
+        self.runnable[program] = Runnable(program.name, program.code.encode(), 0o644)
 
     def compile(self, program: Program, cxx: str, cflags: str) -> RunResult:
         """Compile ``program``'s source alone in a fresh folder; its binary is what runs then."""
-        source = self.runnable[program.tag]
+        source = self.runnable[program]
         with self.folder([source]) as folder:
             result = self.runner.run(f"{cxx} {cflags} -o prog {source.name}", cwd=folder, timeout=120)
             binary = read(folder / "prog", MAX_BINARY + 1) if result.ok else b""
@@ -152,7 +152,7 @@ class Sandbox:
             return result
         if not binary or len(binary) > MAX_BINARY:
             return dataclasses.replace(result, exit_code=1, output=result.output + "\nno binary (or one too large)\n")
-        self.runnable[program.tag] = Runnable("prog", binary, 0o755)
+        self.runnable[program] = Runnable("prog", binary, 0o755)
         return result
 
     @contextlib.contextmanager
@@ -205,7 +205,7 @@ class Sandbox:
         limit = stdout_limit(expected.stat().st_size if expected.exists() else 0, self.launch.output_limit)
         stdin = (self.tests / f"input.{test}.txt").read_bytes()
         timeout = self.launch.max_time * (COUNTED_SLOWDOWN if counter else 1)
-        files = [self.runnable[program.tag]] if program is not None else []
+        files = [self.runnable[program]] if program is not None else []
         with self.folder(files) as folder:
             command = self.command(program, counter, limit)
             result = self.runner.run(command, cwd=folder, timeout=timeout, env=ENV, stdin=stdin)

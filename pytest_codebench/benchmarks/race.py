@@ -1,0 +1,115 @@
+"""Many contenders timed against one base in the same trials, each stopping on its own.
+
+PIE grades a row's candidates against one slow program. Timed one candidate at a time, the
+slow program runs again for each; raced, it runs once a trial for all of them, and each
+candidate's ratio is still paired trial by trial with the base's runs of the same trial.
+:func:`race` interleaves every contender still running, one trial at a time (the order rotating
+from trial to trial, as :func:`~.speedup.interleave` does). A contender leaves the race once its
+ratio over the base is decided (:func:`~.speedup.decision` at ``stopping``'s looks, exactly as
+:func:`~.speedup.timed_trials` decides one pair), or when its measure raises :class:`Withdrawn`
+(a failed run); the race ends when none is left, or at the cap. Leaving early only removes
+looks, so each contender's bounds keep their level. Companions (the bare interpreter) run in
+every trial and never decide anything. Nothing here knows a benchmark.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Hashable, Sequence
+from typing import Generic, TypeVar
+
+from ..stats.signs import Looks
+from .speedup import Stopping, Trials, decision, ratio_interval
+
+C = TypeVar("C", bound=Hashable)
+U = TypeVar("U")
+
+
+class Withdrawn(Exception):
+    """Raised by a race's measure: this contender leaves the race (its run failed). ``detail``
+    is what the caller needs to say why."""
+
+    def __init__(self, detail: object) -> None:
+        super().__init__(str(detail))
+        self.detail = detail
+
+
+@dataclasses.dataclass(frozen=True)
+class Field(Generic[C, U]):
+    """Who races: the ``base`` every ratio is over, the ``contenders`` that each decide their
+    ratio and may leave, and ``companions`` that run every trial beside them (the bare
+    interpreter, whose times give the start-up). ``units`` are run within each trial (test cases)."""
+
+    base: C
+    contenders: Sequence[C]
+    companions: Sequence[C]
+    units: Sequence[U]
+
+
+@dataclasses.dataclass(frozen=True)
+class Result(Generic[C]):
+    """What a race ran: each contender's :class:`~.speedup.Trials` (its totals beside the
+    base's and the companions' of the same trials, ignored trials dropped), and the detail of
+    each that withdrew."""
+
+    trials: dict[C, Trials[C]]
+    withdrawn: dict[C, object]
+
+
+def race(field: Field[C, U], measure: Callable[[C, U, int], float], stopping: Stopping) -> Result[C]:
+    """Trials of every contender still in, until each has decided or withdrawn, or the cap.
+    ``measure(contender, unit, trial)`` times one run (trial counts from 0, the ignored ones
+    included); a contender's :class:`Withdrawn` takes it out of the race at once. A base or a
+    companion must not withdraw: their runs are the harness's (the caller raises its own error).
+    ``stopping.settled`` is not asked: no racing benchmark has a second question to settle."""
+    looks = stopping.looks()
+    shared = [field.base, *field.companions]
+    times: dict[C, list[float]] = {contender: [] for contender in [*shared, *field.contenders]}
+    running = list(dict.fromkeys(field.contenders))
+    stops: dict[C, str] = {}
+    withdrawn: dict[C, object] = {}
+    trial = 0
+    while running and trial < stopping.cap:
+        everyone = [*shared, *running]
+        shift = trial % len(everyone)
+        order = [*everyone[shift:], *everyone[:shift]]
+        sums = dict.fromkeys(everyone, 0.0)
+        for unit in field.units:
+            for contender in order:
+                if contender in withdrawn:
+                    continue
+                try:
+                    sums[contender] += measure(contender, unit, trial)
+                except Withdrawn as exc:
+                    withdrawn[contender] = exc.detail
+        trial += 1
+        for contender, total in sums.items():
+            if contender not in withdrawn:
+                times[contender].append(total)
+        for contender in list(running):
+            if contender in withdrawn:
+                running.remove(contender)
+                continue
+            found = _decided(times[field.base], times[contender], stopping, looks)
+            if found is not None:
+                stops[contender] = found
+                running.remove(contender)
+    final = "cap" if stopping.adaptive else "fixed"
+    trials = {}
+    for contender in field.contenders:
+        if contender in withdrawn or contender in trials:
+            continue
+        run = len(times[contender])
+        kept = {each: times[each][stopping.ignore : run] for each in [*shared, contender]}
+        trials[contender] = Trials(kept, stops.get(contender, final), run, stopping.cap, looks)
+    return Result(trials, withdrawn)
+
+
+def _decided(base: list[float], times: list[float], stopping: Stopping, looks: Looks) -> str | None:
+    """How the contender's ratio over the base is decided after its last trial; None: not yet
+    (too few kept trials, not adaptive, or no bar settled)."""
+    kept = len(times) - stopping.ignore
+    if not stopping.adaptive or kept < max(stopping.min_trials, 1):
+        return None
+    interval = ratio_interval(base[stopping.ignore : len(times)], times[stopping.ignore :], looks)
+    return decision(interval, stopping)

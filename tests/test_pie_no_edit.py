@@ -1,0 +1,42 @@
+"""Whether a PIE candidate made no edit to its slow program (pytest_codebench.benchmarks.pie.no_edit):
+a pure rule on made-up programs."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_codebench.benchmarks.pie.no_edit import same_python
+
+SLOW = "import sys\nn = int(input())\nfor i in range(n):\n    print(i)\n"
+
+
+@pytest.mark.parametrize(
+    "candidate",
+    [
+        SLOW,
+        "# faster now\n" + SLOW,
+        SLOW.replace("print(i)", "print(i)  # the same"),
+        SLOW + "\n\n# the end\n",
+        SLOW.replace("    ", "\t"),  # the width of indentation is layout
+        SLOW.replace("\n", "\n\n"),
+    ],
+    ids=["identical", "comment first", "comment at the end of a line", "trailing comment", "tabs", "blank lines"],
+)
+def test_comments_and_blank_space_make_no_edit(candidate: str) -> None:
+    assert same_python(SLOW, candidate)
+
+
+@pytest.mark.parametrize(
+    "candidate",
+    [
+        SLOW.replace("range(n)", "range(n - 1)"),
+        '"""A docstring is a string: code."""\n' + SLOW,
+        SLOW.replace("print(i)", "print(i); pass"),
+        "# -*- coding: latin-1 -*-\n" + SLOW,  # PEP 263: changes how the file is read
+        SLOW.replace("for i", "for j").replace("print(i)", "print(j)"),
+        SLOW + "print('unclosed\n",  # does not tokenize: only its exact text is the same
+    ],
+    ids=["changed", "docstring", "statement", "coding declaration", "renamed", "broken"],
+)
+def test_any_change_to_code_is_an_edit(candidate: str) -> None:
+    assert not same_python(SLOW, candidate)
