@@ -7,7 +7,8 @@ Without --report, grades the sample (datasets/pie) with two solution sets: `mode
 generations, and `model-b`, each row's candidates in reverse order (another first answer per
 row, so best@1 and the speedups differ), with `--codebench-html`; with --report, writes the page
 of that JSON report with `python -m pytest_codebench html`. Writes OUT/html-overview.png,
-OUT/html-speed.png and OUT/html-item.png, and prints where the page is, to open it by hand.
+OUT/html-speed.png and OUT/html-item.png (whole pages, 1280 pixels wide), and prints where the
+page is, to open it by hand.
 """
 
 from __future__ import annotations
@@ -26,8 +27,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from browser import Browser  # noqa: E402
 
 SAMPLE = Path(__file__).resolve().parents[1] / "datasets" / "pie"
-# The item shown: a wrong output, with a reason, a diff-worthy program and a log.
-ITEM = "p00003/s0000004[model-a:2]"
+# The item shown: a crash (the right count, then exit 3), with its reason, program and short log.
+ITEM = "p00001/s0000001[model-a:1]"
 WIDTH, HEIGHT = 1280, 900
 
 
@@ -61,6 +62,7 @@ def main() -> None:
     parser.add_argument("--report", type=Path, help="a JSON report to show instead of grading the sample")
     parser.add_argument("-n", default="2", help="xdist workers for the sample's run (default 2)")
     args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
     folder = Path(tempfile.mkdtemp(prefix="codebench-html-"))
     page, report = build(folder, args.report, args.n)
     items = {item["id"]: item for item in report["items"]}
@@ -73,7 +75,7 @@ def main() -> None:
     with Browser(folder / "profile") as browser, browser.tab(WIDTH, HEIGHT) as tab:
         for name, route in shots.items():
             tab.open(page.as_uri() + route, route)
-            tab.screenshot(args.out / name)
+            tab.screenshot(args.out / name, full_page=True)
             print(f"{args.out / name}: {route}")
         if tab.errors:
             print("console errors:", *tab.errors, sep="\n  ")
