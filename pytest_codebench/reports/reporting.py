@@ -53,6 +53,9 @@ class ItemResult(TypedDict):
     #: until its verdict was reported (:func:`timestamp`); None where its worker crashed.
     started: str | None
     wall_seconds: float | None
+    #: The sample as the solutions gave it (PIE's ``{"code"}``, ComputeEval's files or patch,
+    #: TensorBench's prediction), for the HTML report to show; None for a task without one.
+    solution: dict[str, Any] | None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -113,6 +116,7 @@ def item_result(nodeid: str, case: Case, dataset: Dataset | None, verdict: Verdi
         "same_as": None,
         "started": None,
         "wall_seconds": None,
+        "solution": case.solution,
     }
 
 

@@ -4,9 +4,10 @@ way (assets/js/core.js), so that opening an item needs no index of 100,000 node 
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any, cast
+from typing import Any
 
 from ..reporting import ItemResult
 from .logs import cap, read_log
@@ -30,22 +31,30 @@ def shard_of(nodeid: str, shards: int) -> int:
     return digest % shards
 
 
+# The fields of a sample that hold the model's answer as text: PIE's program, ComputeEval's
+# and TensorBench's patches.
+ANSWER_FIELDS = ("code", "patch", "model_patch")
+
+
 def solution_files(solution: Any) -> list[SolutionFile] | None:
-    """A solution as files, where the report carries one (``item["solution"]``): a program or
-    patch (text), ComputeEval's files (``{"files": [{"path", "content"}]}`` or [path, content]
-    pairs), or a record of text fields (``{"code": ...}``, ``{"model_patch": ...}``)."""
+    """The sample's answer as files, where the report carries it (``item["solution"]``, older
+    reports do not): ComputeEval's ``files`` ([{"path", "content"}]), or the text of an answer
+    field (a program, a patch: shown as a diff), or the record itself as JSON."""
     if solution is None:
         return None
-    if isinstance(solution, str):
-        return [{"path": "", "text": solution}]
-    if isinstance(solution, Mapping):
-        files = solution.get("files")
-        if isinstance(files, list):
-            return [{"path": str(entry.get("path", "")), "text": str(entry.get("content", ""))} for entry in files]
-        return [{"path": str(key), "text": value} for key, value in solution.items() if isinstance(value, str)]
-    if isinstance(solution, list):
-        return [{"path": str(pair[0]), "text": str(pair[1])} for pair in solution if isinstance(pair, list | tuple)]
-    return [{"path": "", "text": str(solution)}]
+    if not isinstance(solution, Mapping):
+        return [{"path": "", "text": str(solution)}]
+    files = solution.get("files")
+    if isinstance(files, list):
+        return [
+            {"path": str(entry.get("path", "")), "text": str(entry.get("content", ""))}
+            for entry in files
+            if isinstance(entry, Mapping)
+        ]
+    answers = [name for name in ANSWER_FIELDS if isinstance(solution.get(name), str)]
+    if answers:
+        return [{"path": "", "text": solution[name]} for name in answers]
+    return [{"path": "", "text": json.dumps(solution, indent=2, default=str)}]
 
 
 # Writes a whole log under DIR/logs by its relative path (the writer's; a test's own).
@@ -86,7 +95,7 @@ def detail(number: int, item: ItemResult, keep: WholeLog) -> ItemDetail:
         "started": item.get("started"),
         "wall_seconds": item.get("wall_seconds"),
         "logs": log_views(number, item, keep),
-        "solution": solution_files(cast(Mapping[str, Any], item).get("solution")),
+        "solution": solution_files(item.get("solution")),
     }
 
 

@@ -75,6 +75,7 @@ def group_table(report: Mapping[str, Any], items: Sequence[ItemResult]) -> Group
     models = model_rows(report)
     groups = sorted({group for item in items if (group := item.get("group"))})
     by_metrics = any("groups" in metrics for metrics, _ in models.values())
+    shares = {} if by_metrics else _passed_shares(items)
     rows: list[GroupRow] = []
     for group in groups:
         cells: list[GroupCell] = []
@@ -82,22 +83,23 @@ def group_table(report: Mapping[str, Any], items: Sequence[ItemResult]) -> Group
             if by_metrics:
                 figures = (metrics.get("groups") or {}).get(group) or {}
                 value = (figures.get("pass@k") or {}).get("1")
-                bounds = (figures.get("intervals") or {}).get("1")
-                cell = _metric("pass@1", value, bounds, "%", 100.0)
+                cell = _metric("pass@1", value, (figures.get("intervals") or {}).get("1"), "%", 100.0)
             else:
-                cell = _metric("passed", _passed_share(items, group, name), None, "%")
+                cell = _metric("passed", shares.get((group, name)), None, "%")
             cells.append({"model": name, "value": cell["value"], "low": cell["low"], "high": cell["high"]})
         rows.append({"group": group, "cells": cells})
     return {"metric": "pass@1" if by_metrics else "passed", "rows": rows}
 
 
-def _passed_share(items: Sequence[ItemResult], group: str, model: str) -> float | None:
-    scored = [
-        item
-        for item in items
-        if item.get("group") == group and (item.get("model") or "") == model and not item.get("excused")
-    ]
-    return 100.0 * sum(item["outcome"] == "passed" for item in scored) / len(scored) if scored else None
+def _passed_shares(items: Sequence[ItemResult]) -> dict[tuple[str, str], float]:
+    """Percent of each (group, model)'s scored items that passed, in one pass over the items."""
+    tally: dict[tuple[str, str], list[int]] = {}
+    for item in items:
+        if item.get("group") and not item.get("excused"):
+            counted = tally.setdefault((item["group"] or "", item.get("model") or ""), [0, 0])
+            counted[0] += item["outcome"] == "passed"
+            counted[1] += 1
+    return {key: 100.0 * passed / scored for key, (passed, scored) in tally.items()}
 
 
 def header(report: Mapping[str, Any]) -> RunHeader:

@@ -18,6 +18,11 @@
     return el("td", { class: "count", data: { metric: name, value: value } }, String(value));
   }
 
+  // Not a figure of the report's models (no data-metric): items, excused, problems not graded here.
+  function tallyCell(name, value) {
+    return el("td", { class: "count", data: { tally: name, value: value } }, String(value));
+  }
+
   function leaderboard(overview) {
     const rows = overview.leaderboard;
     const metrics = unique(rows.map(function (row) { return row.metrics.map(function (m) { return m.name; }); }));
@@ -33,7 +38,7 @@
       return el("tr", { data: { model: row.model } }, [el("th", { scope: "row" }, cb.dom.modelLabel(row.model))]
         .concat(metrics.map(function (name) { return valueCell(name, byName[name]); }))
         .concat(counted.map(function (name) { return countCell("count:" + name, row.counts[name] || 0); }))
-        .concat([countCell("items", row.items), countCell("excused", row.excused), countCell("not-graded", row.not_graded)]));
+        .concat([tallyCell("items", row.items), tallyCell("excused", row.excused), tallyCell("not-graded", row.not_graded)]));
     });
     return el("table", { id: "leaderboard" }, [el("thead", {}, head), el("tbody", {}, body)]);
   }
