@@ -283,6 +283,31 @@ def test_a_hostile_candidate_is_shown_as_text_and_runs_nothing(browser: Browser,
         assert shows_program(tab.text("#item pre.solution"), HOSTILE), tab.text("#item")
 
 
+def test_a_long_log_is_cut_with_a_link_to_the_whole_log(browser: Browser, run: Run, tmp_path: Path) -> None:
+    # The run's own report, one item's log swapped for a long coloured one (a build's, say).
+    lines = [f"\x1b[1m{n:06d}\x1b[0m: <b>compiling</b> kernel_{n}.cu" for n in range(20_000)]
+    log = tmp_path / "long.log"
+    log.write_text("\n".join(lines) + "\n")
+    report = json.loads(json.dumps(run.report))
+    item = next(item for item in report["items"] if item["id"] == CRASH_ID)
+    item["logs"] = {"build": str(log)}
+    (tmp_path / "long.json").write_text(json.dumps(report))
+    html = tmp_path / "html"
+    command = [sys.executable, "-m", "pytest_codebench", "html", str(tmp_path / "long.json"), "-o", str(html)]
+    done = subprocess.run(command, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    with browser.tab() as tab:
+        open_view(tab, Run(report, html / "index.html"), item_route(item["nodeid"]))
+        shown = tab.evaluate(LOGS)["build"]
+        assert "000000: <b>compiling</b> kernel_0.cu" in shown and "019999: <b>compiling</b>" in shown
+        assert "\x1b" not in shown and len(shown) < log.stat().st_size / 2
+        href = tab.evaluate('document.querySelector("#item a.whole-log")?.getAttribute("href") ?? null')
+        assert href is not None and not href.startswith(("/", "file:")), href
+        whole = (html / href).read_text()
+        assert all(line.split("\x1b[0m")[-1] in whole for line in (lines[0], lines[10_000], lines[-1]))
+        assert tab.errors == []
+
+
 def test_shard_reports_make_one_page_with_every_item_that_can_move(tmp_path: Path, browser: Browser) -> None:
     sets = write_sets(tmp_path)
     parts = [tmp_path / f"part{part}.json" for part in (1, 2)]
