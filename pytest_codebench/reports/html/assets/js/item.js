@@ -16,6 +16,22 @@
     return el("div", { data: { field: "figures" } }, names.length ? el("table", { class: "figures" }, el("tbody", {}, rows)) : el("p", {}, "no figures"));
   }
 
+  // The speedup with its interval and each step's seconds, as a person reads them.
+  function timings(figures) {
+    const parts = [];
+    if (typeof figures.speedup === "number") {
+      const bounds = typeof figures.ci_low === "number" && typeof figures.ci_high === "number" ?
+        " [" + cb.dom.number(figures.ci_low) + ", " + cb.dom.number(figures.ci_high) + "]" : "";
+      parts.push("speedup " + cb.dom.number(figures.speedup) + "x" + bounds);
+    }
+    Object.keys(figures).sort().forEach(function (name) {
+      if (/_seconds$/.test(name) && typeof figures[name] === "number") {
+        parts.push(name.replace(/_seconds$/, "") + " " + cb.dom.number(figures[name]) + " s");
+      }
+    });
+    return parts.join("; ");
+  }
+
   function isDiff(text) {
     return /^(diff --git |--- |Index: )/m.test(text.slice(0, 2000));
   }
@@ -77,6 +93,7 @@
         field("exit_code", "exit code", item.exit_code),
         field("started", "started", item.started),
         field("wall_seconds", "wall time (s)", item.wall_seconds),
+        field("timings", "timings", timings(item.figures)),
       ]),
       el("h3", {}, "Figures"), figures(item),
       el("h3", {}, "Solution"), solution(item),

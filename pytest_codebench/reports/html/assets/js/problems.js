@@ -48,6 +48,18 @@
     return true;
   }
 
+  // The colour of each outcome some model has.
+  function legend(overview) {
+    const shown = overview.outcomes.filter(function (name) {
+      return overview.leaderboard.some(function (row) { return row.counts[name]; });
+    });
+    return el("p", { class: "legend" }, shown.map(function (name) {
+      const swatch = el("span", { class: "swatch" });
+      swatch.style.background = cb.charts.colour(name);
+      return el("span", { class: "key" }, [swatch, " " + name]);
+    }));
+  }
+
   function select(id, label, values, chosen) {
     const options = [el("option", { value: "" }, label)].concat(values.map(function (value) {
       const option = el("option", { value: value }, value);
@@ -69,6 +81,7 @@
       const body = el("tbody");
       let page = Number(params.get("page") || 0);
       view.appendChild(el("p", { class: "controls" }, [text, " ", group, " ", outcome, " ", count, " tasks ", pages]));
+      view.appendChild(legend(overview));
       view.appendChild(el("div", { class: "scroll" }, el("table", { id: "matrix" }, [el("thead", {}, headRow(overview)), body])));
 
       function query() {
