@@ -184,10 +184,32 @@ def test_speed_data_marks_the_suspects_and_pairs_the_best_speedups(tmp_path: Pat
     a, b = speed["models"]
     assert (a["model"], a["speedups"], a["suspect"]) == ("a", [2.5, 40.0], [1])
     assert b["speedups"] == [0.8]
-    assert dict(zip(speed["tasks"], a["best"], strict=True)) == {"T/1": 2.5, "T/2": None, "T/3": 40.0}
-    # fast_p at p=1: a's T/1 and T/3 are above 1x, of its 3 problems.
-    assert a["fast_p"][speed["p"].index(1.0)] == pytest.approx(200 / 3)
+    # The suspect 40x is no task's best (the run did not accept suspects); fast_p at p=1: a's
+    # T/1 is above 1x, of its 3 problems.
+    assert dict(zip(speed["tasks"], a["best"], strict=True)) == {"T/1": 2.5, "T/2": None, "T/3": None}
+    assert a["fast_p"][speed["p"].index(1.0)] == pytest.approx(100 / 3)
     assert b["fast_p"][speed["p"].index(1.0)] == 0.0
+
+
+def test_fast_p_follows_the_benchmarks_denominator_and_accepted_suspects(tmp_path: Path) -> None:
+    data = sweep()
+    data["models"]["a"]["metrics"]["perf"] = {"accept_suspect": True, "best_at_k": {"1": {"problems": 2}}}
+    write_html(data, tmp_path)
+    _, speed = read_data(tmp_path / "data" / "speed.js")
+    a = speed["models"][0]
+    assert a["problems"] == 2 and a["best"][speed["tasks"].index("T/3")] == 40.0
+    assert a["fast_p"][speed["p"].index(1.0)] == 100.0 and a["fast_p"][speed["p"].index(4.0)] == 50.0
+
+
+def test_reports_of_two_benchmarks_make_no_page(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    parts = []
+    for name in ("pie", "computeeval"):
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps({"benchmark": name, "dataset": {}, "options": {}, "items": []}))
+        parts.append(str(path))
+    assert main(["html", *parts, "-o", str(tmp_path / "page")]) == 1
+    assert "html: error: not parts of one run" in capsys.readouterr().err
+    assert not (tmp_path / "page" / "index.html").exists()
 
 
 def test_a_long_log_is_stripped_capped_and_kept_whole_beside_the_page(tmp_path: Path) -> None:

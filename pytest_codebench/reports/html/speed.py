@@ -23,37 +23,45 @@ def has_speed(items: Sequence[ItemResult]) -> bool:
     return any(speedup_of(item) is not None for item in items)
 
 
-def _suspects(report: Mapping[str, Any]) -> set[str]:
-    perf = (report.get("metrics") or {}).get("perf") or {}
-    return {suspect["id"] for suspect in perf.get("suspect") or []}
+def _perf(report: Mapping[str, Any], name: str) -> Mapping[str, Any]:
+    """A model's ComputeEval perf metrics (the run's own for a run of one unnamed set); {} for others."""
+    model = (report.get("models") or {}).get(name) if name else report
+    return ((model or {}).get("metrics") or {}).get("perf") or {}
 
 
 def speed_data(report: Mapping[str, Any], items: Sequence[ItemResult], models: Sequence[str]) -> Speed:
-    """Passed items' speedups per model; a task's best is its passed samples' highest (fast_p's
-    rule: a problem is fast at p when its best correct speedup is above p). fast_p's
-    denominator is the model's tasks (every problem counts, as in pass@k)."""
+    """Passed items' speedups per model, the suspects marked; a task's best is its passed
+    samples' highest, suspects left out unless the run accepted them (fast_p's rule: a problem
+    is fast at p when its best correct speedup is above p). fast_p's denominator is the
+    benchmark's own where it gives one (ComputeEval: the problems that declare a benchmark),
+    else the model's tasks."""
     tasks = sorted({item["task_id"] for item in items})
     position = {task: number for number, task in enumerate(tasks)}
-    suspects = _suspects(report)
     found: list[ModelSpeed] = []
     for name in models:
+        perf = _perf(report, name)
+        suspects = {suspect["id"] for suspect in perf.get("suspect") or []}
         mine = [item for item in items if (item.get("model") or "") == name]
         passed = [(item, speedup) for item in mine if item["outcome"] == "passed" and (speedup := speedup_of(item))]
+        suspect = [
+            number
+            for number, (item, _) in enumerate(passed)
+            if item["id"] in suspects or item["figures"].get("perf_suspect")
+        ]
         best: list[float | None] = [None] * len(tasks)
-        for item, speedup in passed:
+        for number, (item, speedup) in enumerate(passed):
+            if number in suspect and not perf.get("accept_suspect"):
+                continue
             at = position[item["task_id"]]
             best[at] = max(speedup, best[at] or 0.0)
-        problems = len({item["task_id"] for item in mine})
+        given = ((perf.get("best_at_k") or {}).get("1") or {}).get("problems")
+        problems = given if isinstance(given, int) and given > 0 else len({item["task_id"] for item in mine})
         fast_p = [100.0 * sum(1 for value in best if value is not None and value > p) / (problems or 1) for p in P_GRID]
         found.append(
             {
                 "model": name,
                 "speedups": [speedup for _, speedup in passed],
-                "suspect": [
-                    number
-                    for number, (item, _) in enumerate(passed)
-                    if item["id"] in suspects or item["figures"].get("perf_suspect")
-                ],
+                "suspect": suspect,
                 "ids": [item["nodeid"] for item, _ in passed],
                 "best": best,
                 "fast_p": fast_p,
