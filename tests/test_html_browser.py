@@ -20,6 +20,10 @@ from browser import Browser, BrowserError, Tab
 
 from conftest import XDIST_MODES
 
+# The bundled sample's rows graded and timed (a minute or so on a busy 2-core machine), once per
+# xdist mode and once for the shards: `pytest -m "not slow"` leaves them out while developing.
+pytestmark = pytest.mark.slow
+
 # Each set answers some rows of the bundled sample (datasets/pie), with candidates of its own:
 # the rows either set answers are the sweep's, and a row a set leaves out is its missing_solution.
 GENERATIONS = (Path(__file__).parents[1] / "datasets" / "pie" / "generations.jsonl").read_text().splitlines()
@@ -42,9 +46,7 @@ SETS = {
 }
 # The items above: the hostile one and one with a log to click through to.
 HOSTILE_ID, CRASH_ID = "p00001/s0000001[model-a:1]", "p00001/s0000001[model-b:1]"
-# The fewest timed trials a speedup can be shown with (5, none ignored). The verdict store stays
-# on, as for every PIE test: the rows are graded once (seconds each on a quiet machine), and the
-# other xdist mode's run and the shards' runs take their verdicts from it, as a user's rerun would.
+# The fewest timed trials a speedup can be shown with (5, none ignored).
 ARGS = ("--codebench=pie", "--codebench-pie", "num_trials=5 ignore_first_k=0", "-p", "no:cacheprovider")
 VIEWS = ("#/", "#/speed", "#/problems")
 # The item's logs, by name: {data-log: text}.
@@ -65,10 +67,14 @@ class Run:
         return self.page.as_uri() + route
 
 
-def inner_pytest(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "pytest", *ARGS, *args], cwd=folder, capture_output=True, text=True, timeout=600
-    )
+def inner_pytest(tmp: pytest.TempPathFactory, folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``pytest ARGS args`` in ``folder``, with a verdict store of this test session's own: the rows
+    are graded once (seconds each on a quiet machine), and the other xdist mode's run and the
+    shards' runs take their verdicts from it, as a user's rerun would; the logs those verdicts
+    name are this session's (a store kept across sessions would name logs pytest has since removed)."""
+    cache = tmp.getbasetemp() / "codebench-cache"
+    command = [sys.executable, "-m", "pytest", *ARGS, f"--codebench-cache-dir={cache}", *args]
+    return subprocess.run(command, cwd=folder, capture_output=True, text=True, timeout=600)
 
 
 def write_sets(folder: Path) -> Path:
@@ -93,6 +99,7 @@ def run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
     report, html = folder / "report.json", folder / "html"
     extra = XDIST_MODES[request.param]
     done = inner_pytest(
+        tmp_path_factory,
         folder,
         "--codebench-solutions",
         str(sets),
@@ -308,11 +315,14 @@ def test_a_long_log_is_cut_with_a_link_to_the_whole_log(browser: Browser, run: R
         assert tab.errors == []
 
 
-def test_shard_reports_make_one_page_with_every_item_that_can_move(tmp_path: Path, browser: Browser) -> None:
+def test_shard_reports_make_one_page_with_every_item_that_can_move(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, browser: Browser
+) -> None:
     sets = write_sets(tmp_path)
     parts = [tmp_path / f"part{part}.json" for part in (1, 2)]
     for part, report in enumerate(parts, 1):
         done = inner_pytest(
+            tmp_path_factory,
             tmp_path,
             "--codebench-solutions",
             str(sets),
