@@ -201,6 +201,37 @@ def test_the_leaderboard_shows_the_json_reports_numbers(browser: Browser, run: R
         assert run.report["dataset"]["sha256"][:12] in header
 
 
+def group_value(report: dict[str, Any], model: str, group: str, metric: str) -> float:
+    """A per-group cell's figure: the benchmark's pass@1 of the group (``pass@1``, ComputeEval),
+    else the percent of the model's scored items of the group that passed (``passed``)."""
+    if metric == "pass@1":
+        return 100.0 * float(report["models"][model]["metrics"]["groups"][group]["pass@k"]["1"])
+    assert metric == "passed", f"the group table shows {metric!r}"
+    mine = [i for i in report["items"] if i["model"] == model and i["group"] == group and not i["excused"]]
+    return 100.0 * sum(item["outcome"] == "passed" for item in mine) / len(mine)
+
+
+def test_the_group_table_has_each_groups_figure_per_model_and_links_to_its_tasks(browser: Browser, run: Run) -> None:
+    groups = {item["group"] for item in run.report["items"]}
+    with browser.tab() as tab:
+        open_view(tab, run, "#/")
+        cells = tab.evaluate(
+            """[...document.querySelectorAll("#groups tr[data-group] td[data-model]")].map(td => ({
+                group: td.closest("tr").dataset.group, model: td.dataset.model, metric: td.dataset.metric,
+                value: td.dataset.value, text: td.textContent}))"""
+        )
+        assert {(cell["group"], cell["model"]) for cell in cells} == {(g, m) for g in groups for m in SETS}
+        for cell in cells:
+            expected = group_value(run.report, cell["model"], cell["group"], cell["metric"])
+            assert float(cell["value"]) == pytest.approx(expected), cell
+            assert any(abs(n - expected) <= 0.051 for n in numbers(cell["text"])), cell
+        tab.click('#groups tr[data-group="p00001"] a')
+        tab.wait_for('document.body.dataset.ready?.startsWith("#/problems")')
+        assert count_becomes(tab, 2) == (2, 2)
+        assert tab.evaluate('document.querySelector("#filter-group").value') == "p00001"
+        assert tab.errors == []
+
+
 def test_clicking_a_task_shows_its_logs(browser: Browser, run: Run) -> None:
     item = run.item(CRASH_ID)
     ((name, path),) = item["logs"].items()
