@@ -250,6 +250,17 @@ def test_clicking_a_task_shows_its_logs(browser: Browser, run: Run) -> None:
         assert shows_program(tab.text("#item pre.solution"), CRASH), tab.text("#item")
 
 
+def test_a_timed_items_page_shows_its_speedup_and_interval(browser: Browser, run: Run) -> None:
+    item = run.item("p00001/s0000001[model-a:0]")
+    figures = item["figures"]
+    with browser.tab() as tab:
+        open_view(tab, run, item_route(item["nodeid"]))
+        shown = numbers(tab.text('#item [data-field="figures"]') or "")
+        for name in ("speedup", "ci_low", "ci_high", "trials"):
+            assert any(abs(n - figures[name]) <= 0.0051 for n in shown), (name, figures[name], shown)
+        assert item["outcome"] in (tab.text('#item [data-field="outcome"]') or "")
+
+
 def matrix_count(tab: Tab) -> tuple[int, int]:
     """The count the page says, and the rows it shows."""
     said = numbers(tab.text("#matrix-count") or "")
@@ -272,9 +283,12 @@ def test_a_filter_narrows_the_matrix(browser: Browser, run: Run) -> None:
     with browser.tab() as tab:
         open_view(tab, run, "#/problems")
         assert matrix_count(tab) == (len(tasks), len(tasks)) == (2, 2)
-        assert {item["nodeid"] for item in run.report["items"]} == set(
-            tab.evaluate('[...document.querySelectorAll("#matrix td[data-item]")].map(td => td.dataset.item)')
+        # Every item in its cell, coloured (data-outcome) by its outcome.
+        cells = tab.evaluate(
+            'Object.fromEntries([...document.querySelectorAll("#matrix td[data-item]")]'
+            ".map(td => [td.dataset.item, td.dataset.outcome]))"
         )
+        assert cells == {item["nodeid"]: item["outcome"] for item in run.report["items"]}
         tab.choose("#filter-outcome", "runtime_error")
         assert count_becomes(tab, len(crashed)) == (1, 1)
         tab.choose("#filter-outcome", "")
