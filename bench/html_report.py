@@ -3,7 +3,7 @@ groups, speedups with suspects, two logs of a few KB each), its page written, an
 opened in headless Chromium: the size of what loads at open, the time until each view is drawn
 and the browser's memory.
 
-    python bench/html_report.py [--models 10] [--tasks 10000] [--out DIR] [--chromium PATH]
+    python bench/html_report.py [--models 10] [--tasks 10000] [--groups 100] [--out DIR] [--chromium PATH]
 
 Sizes: index.html plus every file it loads at open (scripts, the chart library, the style sheet,
 data/overview.js). Times: from Page.navigate until body[data-ready] names the view (polled every
@@ -38,7 +38,7 @@ OUTCOMES = ["passed"] * 5 + ["build_error", "test_failed", "wrong_output", "test
 ANSI_LOG = "\x1b[1m{n}\x1b[0m: compiling kernel_{n}.cu ... \x1b[32mok\x1b[0m [{ms} ms]\n"
 
 
-def synthetic_report(models: int, tasks: int, where: Path) -> dict[str, Any]:
+def synthetic_report(models: int, tasks: int, groups: int, where: Path) -> dict[str, Any]:
     """A JSON report as a sweep writes it; each item names two of 200 shared log files."""
     rng = random.Random(25)
     logs = where / "logs"
@@ -66,7 +66,7 @@ def synthetic_report(models: int, tasks: int, where: Path) -> dict[str, Any]:
                     "id": f"{task}[{name}:0]",
                     "task_id": task,
                     "sample": 0,
-                    "group": f"group-{t % 100:02d}",
+                    "group": f"group-{t % groups:02d}",
                     "status": {"passed": "passed", "skipped": "skipped"}.get(outcome, "failed"),
                     "outcome": outcome,
                     "reason": f"{outcome}: synthetic reason for {task}",
@@ -120,6 +120,7 @@ class Chromium:
         os.close(to_chrome)
         os.close(from_chrome)
         self._buffer, self._next = b"", 0
+        self.errors: list[str] = []
         target = self.call("Target.createTarget", url="about:blank")["targetId"]
         self.session = self.call("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
         for domain in ("Page", "Runtime", "Performance"):
@@ -136,6 +137,10 @@ class Chromium:
                 self._buffer += os.read(self._read, 1 << 20)
             raw, self._buffer = self._buffer.split(b"\0", 1)
             reply = json.loads(raw)
+            if reply.get("method") == "Runtime.exceptionThrown" or (
+                reply.get("method") == "Runtime.consoleAPICalled" and reply["params"]["type"] == "error"
+            ):
+                self.errors.append(json.dumps(reply["params"])[:300])
             if reply.get("id") == self._next:
                 if "error" in reply:
                     raise RuntimeError(f"{method}: {reply['error']}")
@@ -211,20 +216,21 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--models", type=int, default=10)
     parser.add_argument("--tasks", type=int, default=10000)
+    parser.add_argument("--groups", type=int, default=100, help="PIE's groups are its problems: thousands")
     parser.add_argument("--out", type=Path, help="where the page goes (default: a temporary folder)")
     parser.add_argument("--chromium", default=os.environ.get("CODEBENCH_CHROMIUM", "/usr/bin/chromium"))
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as scratch:
         out = args.out or Path(scratch) / "page"
         started = time.perf_counter()
-        report = synthetic_report(args.models, args.tasks, Path(scratch))
+        report = synthetic_report(args.models, args.tasks, args.groups, Path(scratch))
         made = time.perf_counter()
         write_html(report, out)
         written = time.perf_counter()
         sizes = loaded_at_open(out)
         data = sum(path.stat().st_size for path in (out / "data").rglob("*") if path.is_file())
         files = sum(1 for _ in (out / "data").rglob("*.js"))
-        print(f"items: {len(report['items'])} ({args.models} models x {args.tasks} tasks)")
+        print(f"items: {len(report['items'])} ({args.models} models x {args.tasks} tasks, {args.groups} groups)")
         print(f"synthetic report: {made - started:.1f} s; page written: {written - made:.1f} s")
         print(f"data files: {files}, {data / 2**20:.1f} MB in all (loaded on demand)")
         print(f"loaded at open: {sum(sizes.values()) / 1024:.0f} KB")
@@ -241,6 +247,7 @@ def main() -> int:
             for route in ("#/problems", "#/problems?outcome=build_error&group=group-07", "#/speed", item):
                 took = browser.open(url, route, navigate=False)
                 print(f"{route[:48]} drawn in {took:.2f} s; {browser.memory()}")
+            print(f"console errors: {len(browser.errors)}", *browser.errors, sep="\n  ")
         finally:
             browser.close()
     return 0

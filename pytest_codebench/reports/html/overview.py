@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..reporting import ItemResult
-from .records import GroupCell, GroupRow, GroupTable, LeaderRow, Metric, RunHeader
+from .records import GroupRow, GroupTable, LeaderRow, Metric, RunHeader
 
 
 def _metric(name: str, value: Any, bounds: Any, unit: str, scale: float = 1.0) -> Metric:
@@ -78,7 +78,7 @@ def group_table(report: Mapping[str, Any], items: Sequence[ItemResult]) -> Group
     shares = {} if by_metrics else _passed_shares(items)
     rows: list[GroupRow] = []
     for group in groups:
-        cells: list[GroupCell] = []
+        cells: list[list[float | None]] = []
         for name, (metrics, _) in models.items():
             if by_metrics:
                 figures = (metrics.get("groups") or {}).get(group) or {}
@@ -86,7 +86,7 @@ def group_table(report: Mapping[str, Any], items: Sequence[ItemResult]) -> Group
                 cell = _metric("pass@1", value, (figures.get("intervals") or {}).get("1"), "%", 100.0)
             else:
                 cell = _metric("passed", shares.get((group, name)), None, "%")
-            cells.append({"model": name, "value": cell["value"], "low": cell["low"], "high": cell["high"]})
+            cells.append([cell["value"], cell["low"], cell["high"]])
         rows.append({"group": group, "cells": cells})
     return {"metric": "pass@1" if by_metrics else "passed", "rows": rows}
 

@@ -33,16 +33,12 @@ class LeaderRow(TypedDict):
     problems: int | None
 
 
-class GroupCell(TypedDict):
-    model: str
-    value: float | None
-    low: float | None
-    high: float | None
-
-
 class GroupRow(TypedDict):
+    """One group: a cell per model, in Overview's ``models`` order, each [value, low, high]
+    (compact: PIE's groups are its problems, thousands of rows in a large run)."""
+
     group: str
-    cells: list[GroupCell]
+    cells: list[list[float | None]]
 
 
 class GroupTable(TypedDict):

@@ -2,6 +2,7 @@
 "use strict";
 (function (cb) {
   const el = cb.dom.el;
+  const GROUPS_PAGE = 100;
 
   function unique(lists) {
     const seen = [];
@@ -43,17 +44,39 @@
     return el("table", { id: "leaderboard" }, [el("thead", {}, head), el("tbody", {}, body)]);
   }
 
+  // A group's cells: [value, low, high] per model, in the order of overview.models.
+  function groupRow(overview, row) {
+    const metric = overview.groups.metric;
+    return el("tr", { data: { group: row.group } }, [el("th", { scope: "row" }, el("a", { href: "#/problems?group=" + encodeURIComponent(row.group) }, row.group))]
+      .concat(row.cells.map(function (cell, i) {
+        const shown = cb.dom.figure({ value: cell[0], low: cell[1], high: cell[2], unit: "%" });
+        return el("td", { data: { model: overview.models[i], metric: metric, value: cell[0], low: cell[1], high: cell[2] } }, shown);
+      })));
+  }
+
+  // Groups a page at a time: PIE's groups are its problems, thousands in a large run.
   function groups(overview) {
     const table = overview.groups;
     const head = el("tr", {}, [el("th", {}, "group")].concat(overview.models.map(function (name) { return el("th", {}, cb.dom.modelLabel(name)); })));
-    const body = table.rows.map(function (row) {
-      return el("tr", { data: { group: row.group } }, [el("th", { scope: "row" }, el("a", { href: "#/problems?group=" + encodeURIComponent(row.group) }, row.group))]
-        .concat(row.cells.map(function (cell) {
-          const shown = cb.dom.figure({ value: cell.value, low: cell.low, high: cell.high, unit: "%" });
-          return el("td", { data: { model: cell.model, metric: table.metric, value: cell.value, low: cell.low, high: cell.high } }, shown);
-        })));
-    });
-    return el("table", { id: "groups" }, [el("caption", {}, table.metric + " per group"), el("thead", {}, head), el("tbody", {}, body)]);
+    const body = el("tbody");
+    const last = Math.max(0, Math.ceil(table.rows.length / GROUPS_PAGE) - 1);
+    const pages = el("span", { class: "pages" });
+    let page = 0;
+    function show() {
+      cb.dom.clear(body);
+      table.rows.slice(page * GROUPS_PAGE, (page + 1) * GROUPS_PAGE).forEach(function (row) { body.appendChild(groupRow(overview, row)); });
+      cb.dom.clear(pages);
+      if (!last) return;
+      cb.dom.add(pages, [
+        el("button", { id: "groups-prev", type: "button", on: { click: function () { page -= 1; show(); } } }, "‹"),
+        " groups page " + (page + 1) + " of " + (last + 1) + " ",
+        el("button", { id: "groups-next", type: "button", on: { click: function () { page += 1; show(); } } }, "›"),
+      ]);
+      pages.firstChild.disabled = page === 0;
+      pages.lastChild.disabled = page === last;
+    }
+    show();
+    return el("div", {}, [el("p", { class: "controls" }, pages), el("table", { id: "groups" }, [el("caption", {}, table.metric + " per group"), el("thead", {}, head), body])]);
   }
 
   function interval(figure, scale, unit) {
