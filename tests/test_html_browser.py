@@ -199,6 +199,8 @@ def test_the_leaderboard_shows_the_json_reports_numbers(browser: Browser, run: R
         header = tab.text("header#run") or ""
         assert run.report["harness_version"] in header
         assert run.report["dataset"]["sha256"][:12] in header
+        assert run.report["dataset"]["path"] in header and "--codebench=pie" in header
+        assert run.report["environment"]["runner"]["summary"] in header
 
 
 def group_value(report: dict[str, Any], model: str, group: str, metric: str) -> float:
