@@ -56,7 +56,7 @@
     return new Chart(canvas, {
       type: "scatter",
       data: { datasets: [
-        { label: "speedup", data: normal, backgroundColor: "rgba(21,101,192,0.5)", pointRadius: 2 },
+        { label: "speedup", data: normal, backgroundColor: "rgba(21,101,192,0.5)", pointRadius: 2, borderWidth: 0 },
         { label: "suspect", data: marked, backgroundColor: "#d50000", pointRadius: 4, pointStyle: "triangle" },
       ] },
       options: base({
