@@ -42,5 +42,13 @@ def test_a_run_writes_its_page_with_the_reports_numbers(pytester: pytest.Pyteste
         assert pass1["value"] == 100 * model["metrics"]["pass@k"]["1"]
         assert rows[name]["counts"] == model["counts"]
     assert overview["items"] == len(report["items"]) == 4
+    shown: dict[str, Any] = {}
+    for path in (pytester.path / "page" / "data" / "items").glob("*.js"):
+        shown.update(data(path))
+    assert set(shown) == {item["nodeid"] for item in report["items"]}
+    for item in report["items"]:  # the solution the page shows is the sample's, for answered tasks
+        files = [{"path": each["path"], "text": each["content"]} for each in (item["solution"] or {}).get("files", [])]
+        assert shown[item["nodeid"]]["solution"] == (files if item["solution"] else None)
+    assert sum(1 for item in report["items"] if item["solution"]) == 3
     assert (pytester.path / "page" / "index.html").is_file()
     assert (pytester.path / "page" / "assets" / "vendor" / "chart.umd.min.js").is_file()
