@@ -221,9 +221,11 @@ def test_a_long_log_is_stripped_capped_and_kept_whole_beside_the_page(tmp_path: 
     log.write_text(body)
     short = tmp_path / "test.log"
     short.write_text("\x1b]0;title\x07ok\n")
-    data = report([item("T/1", None, 0, "build_error", logs={"build": str(log), "test": str(short), "gone": "/no/x"})])
+    logs = {"build": str(log), "test": str(short), "gone": "/no/x"}
+    data = report([item("T/1", None, 0, "build_error", logs=logs, output_tail="\x1b[1;31merror\x1b[0m: x")])
     write_html(data, tmp_path / "page")
     (shown,) = page_items(tmp_path / "page").values()
+    assert shown["output_tail"] == "error: x"
     build, test, gone = shown["logs"]
     plain = re.sub(r"\x1b\[[0-9;]*m", "", body)
     assert "\x1b" not in build["text"] and len(build["text"]) < SHOWN + 200

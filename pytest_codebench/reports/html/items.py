@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from ..reporting import ItemResult
-from .logs import cap, read_log
+from .logs import cap, read_log, strip_ansi
 from .records import ItemDetail, LogView, SolutionFile
 
 # Items per data/items/N.js file, on average.
@@ -84,10 +84,10 @@ def detail(number: int, item: ItemResult, keep: WholeLog) -> ItemDetail:
         "group": item.get("group"),
         "status": item.get("status", ""),
         "outcome": item["outcome"],
-        "reason": item.get("reason") or "",
+        "reason": strip_ansi(item.get("reason") or ""),
         "command": item.get("command"),
         "exit_code": item.get("exit_code"),
-        "output_tail": item.get("output_tail") or "",
+        "output_tail": strip_ansi(item.get("output_tail") or ""),
         "figures": dict(item.get("figures") or {}),
         "excused": bool(item.get("excused")),
         "cached": bool(item.get("cached")),
