@@ -54,8 +54,9 @@ class Browser:
         self._replies, replies_write = os.pipe()
         # Chromium's ends moved above fd 9, so that putting them on 3 and 4 cannot overwrite one.
         commands_read, replies_write = (_above_nine(fd) for fd in (commands_read, replies_write))
-        # bash (dash takes no fd above 9) puts the pipe's ends on fds 3 and 4, where Chromium looks, and execs it; its
-        # own session, so that closing kills every process it started (zygote, renderers, GPU).
+        # bash (dash takes no fd above 9) puts the pipe's ends on fds 3 and 4, where Chromium looks,
+        # and execs it, in a session of its own, so that closing kills every process it started
+        # (zygotes, renderers, the GPU process).
         script = f'exec "$0" "$@" 3<&{commands_read} 4>&{replies_write} {commands_read}<&- {replies_write}>&-'
         self.process = subprocess.Popen(
             ["/bin/bash", "-c", script, str(executable), *FLAGS, f"--user-data-dir={profile}", "about:blank"],
@@ -80,8 +81,14 @@ class Browser:
                 self.process.wait(timeout=5)
             except subprocess.TimeoutExpired:
                 pass
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.process.pid, signal.SIGKILL)
+        # Every process of its session, those in process groups of their own (crashpad) too,
+        # until none runs: a SIGKILL takes effect a moment after it is sent.
+        deadline = time.monotonic() + 10
+        while (left := session_processes(self.process.pid)) and time.monotonic() < deadline:
+            for pid in left:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
+            time.sleep(0.02)
         self.process.wait()
         for fd in (self._commands, self._replies):
             with contextlib.suppress(OSError):
@@ -102,7 +109,9 @@ class Browser:
         message: Message = {"id": self._next_id, "method": method, "params": params or {}}
         if session:
             message["sessionId"] = session
-        os.write(self._commands, json.dumps(message).encode() + b"\0")
+        data = json.dumps(message).encode() + b"\0"
+        while data:
+            data = data[os.write(self._commands, data) :]
         deadline = time.monotonic() + timeout
         while True:
             reply = self._read(deadline, method)
@@ -128,7 +137,7 @@ class Browser:
         while b"\0" not in self._buffer:
             left = deadline - time.monotonic()
             if left <= 0 or not select.select([self._replies], [], [], left)[0]:
-                raise BrowserError(f"no answer from the browser within {TIMEOUT:g} s (waiting for {waiting_for})")
+                raise BrowserError(f"no answer from the browser in time (waiting for {waiting_for})")
             chunk = os.read(self._replies, 1 << 20)
             if not chunk:
                 raise BrowserError(f"the browser exited (status {self.process.poll()}) while waiting for {waiting_for}")
@@ -201,7 +210,11 @@ class Tab:
         deadline = time.monotonic() + timeout
         while True:
             value = self.evaluate(expression)
-            if value or time.monotonic() > deadline or (errors and self._errors):
+            if value or time.monotonic() > deadline:
+                break
+            if errors and self._errors:
+                # The page erred: as it stands now (the error may have come after the expression held).
+                value = self.evaluate(expression)
                 break
             time.sleep(0.05)
         if not value and not quiet:
@@ -283,6 +296,19 @@ class Tab:
                 error = console_error(event)
                 if error is not None:
                     self._errors.append(error)
+
+
+def session_processes(session: int) -> list[int]:
+    """The processes of a session that still run (a killed one may linger unreaped, a zombie)."""
+    pids = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # gone meanwhile
+        if int(fields[3]) == session and fields[0] not in ("Z", "X"):
+            pids.append(int(stat.parent.name))
+    return pids
 
 
 def _above_nine(fd: int) -> int:

@@ -7,7 +7,7 @@ import struct
 from pathlib import Path
 
 import pytest
-from browser import Browser, BrowserError, console_error
+from browser import Browser, BrowserError, console_error, session_processes
 
 PAGE = """<!doctype html>
 <html><head><meta charset="utf-8"><title>t</title></head>
@@ -110,26 +110,13 @@ def test_a_screenshot_is_a_png_of_the_page(browser: Browser, tmp_path: Path) -> 
         assert metrics["Nodes"] > 0 and metrics["JSHeapUsedSize"] > 0
 
 
-def living_in_session(session: int) -> list[int]:
-    """The processes of a session that still run (a killed child may linger as a zombie, unreaped)."""
-    pids = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[3]) == session and fields[0] != "Z":
-            pids.append(int(stat.parent.name))
-    return pids
-
-
 def test_closing_ends_every_process_of_the_browser(tmp_path: Path, browser: Browser) -> None:
     # ``browser`` only so that this test skips (or fails in CI) where there is no Chromium.
     with Browser(tmp_path / "profile") as own, own.tab() as tab:
         tab.open(page(tmp_path), "")
-        assert len(living_in_session(own.process.pid)) > 1  # the browser, its zygotes, a renderer...
+        assert len(session_processes(own.process.pid)) > 1  # the browser, its zygotes, a renderer...
     assert own.process.returncode is not None
-    assert living_in_session(own.process.pid) == []
+    assert session_processes(own.process.pid) == []
 
 
 def test_an_event_that_is_no_error_is_not_one() -> None:
