@@ -1,20 +1,19 @@
-"""ComputeEval's perf phase: after a solution passed its tests, its ``benchmark_command``
-timed against the problem's reference, interleaved, on the GPU held alone.
+"""ComputeEval's perf phase: after a solution passed its tests, its ``benchmark_command`` timed
+against the problem's reference, interleaved, on the GPU held alone.
 
 Performance never changes a correctness outcome: the phase only adds figures (``perf_mode``,
-``solution_ms``, ``baseline_ms``, ``speedup`` with ``speedup_low``/``speedup_high``, the
-trials; ``perf_suspect`` when the speedup is not to be believed; ``aa_low``/``aa_high``: the
-reference against itself, :mod:`perf.floor`). When it cannot measure,
-``perf_skipped`` says why when it is the machine's or the dataset's doing (no GPU or profiler
-for the mode, the reference's benchmark failing here, an A/A too wide: "cannot time here"),
-``perf_failed`` when the solution's own benchmark run failed.
+``solution_ms``, ``baseline_ms``, ``speedup`` with ``speedup_low``/``speedup_high``, the trials;
+``perf_suspect`` when the speedup is not to be believed; ``aa_low``/``aa_high``: the reference
+against itself, :mod:`perf.floor`). When it cannot measure, ``perf_skipped`` says why when it is
+the machine's or the dataset's doing (no GPU or profiler for the mode, the reference's benchmark
+failing here, an A/A too wide: "cannot time here"), ``perf_failed`` when the solution's own
+benchmark run failed.
 
-The reference is built once per run for every sample and xdist worker (per runner, machine
-and problem: :func:`reference.reference_key`); a solution byte-identical to it is
-its own reference. Warm-ups, then trials interleaved by :func:`speedup.timed_trials` until the
-interval decides against fast_p's bars (or the cap), all on the GPU held alone; each run is
-:class:`perf.bench.Bench`'s.
-"""
+The reference is built once per run for every sample and xdist worker (per runner, machine and
+problem: :func:`reference.reference_key`). A solution that is the reference's code, up to
+comments and blank space (:mod:`perf.no_edit`), is not timed: its speedup is 1 exactly. Warm-
+ups, then trials interleaved by :func:`speedup.timed_trials` until the interval decides against
+fast_p's bars (or the cap), all on the GPU held alone; each run is :class:`perf.bench.Bench`'s."""
 
 from __future__ import annotations
 
@@ -52,12 +51,13 @@ from pytest_codebench.stats.signs import Looks
 from pytest_codebench.verdict import Outcome
 from pytest_codebench.workspace.cleanup import remove_tree
 
-from .. import patched
 from ..loading.records import timeout_of
+from ..patched import tree_of
 from ..reference import reference_key
 from ..rules import first_error
 from . import floor
 from .bench import FOLDER, REFERENCE, SOLUTION, Bench, PerfFailed, PerfSkipped, item_folder
+from .no_edit import same_tree
 from .profilers import Profiler
 from .timing import TimingMode, needs_profiler, suspect, unseen_settled
 
@@ -110,6 +110,9 @@ PERF_OPTIONS = (PERF, PROFILER, MAX_SPEEDUP, ACCEPT_SUSPECT, PERF_TRIALS, PERF_W
 # The bars the trials decide against: fast_p's.
 BARS = (1.0, 1.5, 2.0)
 ONCE_KEY = "computeeval-perf-reference"
+# Why a solution was not timed: it is the reference (timed against itself, a 5% test would call
+# it faster one time in twenty).
+NO_EDIT = "the reference's own code, comments and blank space aside: not timed, a speedup of 1 exactly"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -170,10 +173,15 @@ def measure(grading: Grading, host: Host, built: Path) -> dict[str, float | str]
 
 
 def _timed(grading: Grading, host: Host, built: Path, mode: TimingMode, figures: dict[str, float | str]) -> None:
-    """Adds the figures of the A/A (``aa_low``, ``aa_high``), then of the item's timing."""
+    """Adds the figures of the A/A (``aa_low``, ``aa_high``), then of the item's timing; for a
+    solution that is the reference's code, its speedup of exactly 1 (``perf_no_edit``)."""
+    record, baseline = grading.case.record, grading.case.record.get("baseline_solution")
+    if isinstance(baseline, dict) and same_tree(tree_of(record, baseline), tree_of(record, grading.case.solution)):
+        figures.update(speedup=1.0, speedup_low=1.0, speedup_high=1.0, perf_no_edit=NO_EDIT)
+        return
     settings = grading.context.settings
     profiler = _profiler(host, mode)
-    baseline, key = _reference(grading, host, built)
+    baseline, key = _reference(grading, host)
     stopping = Stopping(BARS, cap=settings[PERF_TRIALS], adaptive=settings[ADAPTIVE_TRIALS])
     bench = Bench(grading, mode, profiler, {SOLUTION: built, REFERENCE: baseline})
     with host.gpu(grading.case.timeout or bench.timeout) as gpu:
@@ -231,16 +239,14 @@ def _profiler(host: Host, mode: TimingMode) -> Profiler | None:
     return profiler
 
 
-def _reference(grading: Grading, host: Host, built: Path) -> tuple[Path, str]:
-    """The reference's built workspace: the solution's own when they are byte-identical, else
-    one built once per run for every sample and worker; and its key (runner, machine, problem)."""
+def _reference(grading: Grading, host: Host) -> tuple[Path, str]:
+    """The reference's built workspace, built once per run for every sample and worker; and its
+    key (runner, machine, problem)."""
     case, runner = grading.case, grading.runner
     baseline = case.record.get("baseline_solution")
     if not isinstance(baseline, dict):
         raise PerfSkipped("the problem has no baseline_solution to time against")
     key = reference_key(case.record, host.machine, runner.fingerprint())
-    if patched.tree_of(case.record, baseline) == patched.tree_of(case.record, case.solution):
-        return built, key
     folder = grading.context.run_dir / FOLDER / "references" / key
 
     def build() -> dict[str, str]:
