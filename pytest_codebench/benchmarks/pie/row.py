@@ -22,7 +22,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 from collections.abc import Callable
-from typing import TypedDict
+from typing import TypedDict, cast
 
 from pytest_codebench.errors import DatasetError
 from pytest_codebench.runners import RunResult
@@ -169,14 +169,23 @@ def _not_timed(why: str, accuracy: float) -> CandidateOutcome:
     return {"failure": None, "accuracy": accuracy, "no_edit": why, "figures": {"metric": UNMEASURED}}
 
 
-def _checked_only(sandbox: Sandbox, program: Program, tests: list[int]) -> CandidateOutcome:
-    """A candidate that made no edit, checked on every test case on its own text, never timed."""
+def _check(sandbox: Sandbox, program: Program, tests: list[int]) -> CandidateOutcome | None:
+    """``program`` run once on every test case: its failure on the first that fails, else None."""
     for position, test in enumerate(tests):
         run, failure = sandbox.check(program, test)
         if failure is not None:
             return _failed(failure, run, test, position)
+    return None
+
+
+def _checked_only(sandbox: Sandbox, program: Program, tests: list[int]) -> CandidateOutcome:
+    """A candidate that made no edit, checked on every test case on its own text, never timed."""
     how = "compiles to the slow program's binary" if program.language == "cpp" else "the slow program's code"
-    return _not_timed(f"{how}, comments and blank space aside: no edit", 1.0)
+    return _check(sandbox, program, tests) or _not_timed(f"{how}, comments and blank space aside: no edit", 1.0)
+
+
+def _slow_failed(sandbox: Sandbox, test: int, failure: Failure) -> DatasetError:
+    return DatasetError(sandbox.tests, f"the slow program itself fails: test case {test}: {failure.reason}")
 
 
 def _failed(failure: Failure, run: ProgramRun, test: int, position: int, measuring: bool = False) -> CandidateOutcome:
@@ -208,17 +217,15 @@ def _timed(
         if failure is None:
             return run.result.seconds * 1000
         if program is slow:
-            raise DatasetError(sandbox.tests, f"the slow program itself fails: test case {test}: {failure.reason}")
+            raise _slow_failed(sandbox, test, failure)
         raise Withdrawn(_failed(failure, run, test, tests.index(test)))
 
     result = race(Field(slow, timed, startup, tests), measure, stopping)
     outcomes: dict[str, CandidateOutcome] = {}
     for program in timed:
         trials = result.trials.get(program)
-        if trials is None:
-            withdrawn = result.withdrawn[program]
-            assert isinstance(withdrawn, dict)
-            outcomes[digest(program.code)] = withdrawn  # type: ignore[assignment]
+        if trials is None:  # withdrawn, with its outcome (``measure``)
+            outcomes[digest(program.code)] = cast("CandidateOutcome", result.withdrawn[program])
             continue
         figures = time_figures(trials, slow, program, len(tests))
         outcomes[digest(program.code)] = {"failure": None, "accuracy": 1.0, "no_edit": None, "figures": figures}
@@ -233,12 +240,13 @@ def _counted(
     for test in tests:
         _, failure = sandbox.check(slow, test)
         if failure is not None:
-            raise DatasetError(sandbox.tests, f"the slow program itself fails: test case {test}: {failure.reason}")
+            raise _slow_failed(sandbox, test, failure)
     outcomes: dict[str, CandidateOutcome] = {}
     for program in counted:
         key = digest(program.code)
-        outcomes[key] = _checked_only(sandbox, program, tests)
-        if outcomes[key]["failure"] is not None:
+        failed = _check(sandbox, program, tests)
+        if failed is not None:
+            outcomes[key] = failed
             continue
         try:
             figures = count_instructions(sandbox, [slow, program], tests, counter)
