@@ -22,10 +22,11 @@ Power: a true 1.2x, 1.5x and 2x at 1% (profiler-timed), 3% and 10% noise: the sh
 called faster (low bound above 1) at ComputeEval's cap, and the trials a call takes with a
 cap of 60 (median and 90th percentile).
 
-Real A/A (``--real``): PIE's bundled sample with every slow program as its own candidate,
-byte-identical and with a comment added, and host-only ComputeEval problems (tests/perf_packs.py)
-whose solution is the reference, byte-identical and with a comment added, each graded
-``--repeats`` times with adaptive trials; counts how many pass as faster.
+Real A/A (``--real``): PIE's bundled sample with every slow program as its own candidate, and
+host-only ComputeEval problems (tests/perf_packs.py) whose solution is the reference: each
+byte-identical, with a comment added (both made no edit, and are not timed) and with a statement
+added that does nothing (an edit: timed, the timing rule's own real A/A), graded ``--repeats``
+times with adaptive trials; counts how many pass as faster, and how many were timed.
 """
 
 from __future__ import annotations
@@ -315,29 +316,36 @@ def pytest_run(folder: Path, args: list[str], report: Path) -> list[dict[str, An
     return items
 
 
+# The kinds of A/A candidate, by sample number: the slow program (the reference) itself, with a
+# comment added (both made no edit: never timed), and with a statement added that does nothing
+# (an edit, timed: the timing rule's own real A/A).
+KINDS = ("identical", "comment-only", "no-op statement")
+
+
 def pie_aa(folder: Path, repeats: int) -> list[str]:
-    """PIE's bundled sample, each slow program its own candidate, byte-identical and commented."""
+    """PIE's bundled sample, each slow program its own candidate: byte-identical, commented, and
+    with a statement added that does nothing."""
     sample = ROOT / "datasets" / "pie"
     rows = []
     for line in (sample / "reference.jsonl").read_text().splitlines():
         reference = json.loads(line)
         slow = reference["input"]
-        rows.append({**reference, "generated_answers": [slow, f"# the same program\n{slow}"]})
+        noop = f"_aa = 0\n{slow}" if reference.get("language", "python") == "python" else f"int aa_unused_ = 0;\n{slow}"
+        rows.append({**reference, "generated_answers": [slow, f"# the same program\n{slow}", noop]})
     (folder / "aa.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
     args = ["--codebench=pie", "--codebench-config", str(sample / "eval_config.yaml"), "--codebench-dataset"]
     args += [str(folder / "aa.jsonl"), "-n", "2"]
-    faster: dict[str, int] = {"identical": 0, "comment-only": 0}
-    trials = []
+    faster = dict.fromkeys(KINDS, 0)
+    timed = dict.fromkeys(KINDS, 0)
     for repeat in range(repeats):
         for item in pytest_run(folder, args, folder / f"pie-{repeat}.json"):
-            kind = "identical" if item["id"].endswith("[0]") else "comment-only"
+            kind = KINDS[item["sample"]]
             faster[kind] += item["outcome"] == "passed"
-            trials += [int(item["figures"]["trials"])] if "trials" in item["figures"] else []
-    per = len(rows)
+            timed[kind] += "trials" in item["figures"]
+    total = len(rows) * repeats
     return [
-        f"PIE's bundled sample, {per} rows x {repeats} runs: passed as faster: identical {faster['identical']} "
-        f"of {per * repeats}, comment-only {faster['comment-only']} of {per * repeats} "
-        f"(comment-only timed with {statistics.mean(trials):.1f} trials on average)"
+        f"PIE's bundled sample, {len(rows)} rows x {repeats} runs: passed as faster: "
+        + ", ".join(f"{kind} {faster[kind]} of {total} ({timed[kind]} timed)" for kind in KINDS)
     ]
 
 
@@ -351,21 +359,22 @@ def computeeval_aa(folder: Path, repeats: int) -> list[str]:
     solutions = []
     for record in problems:
         code = record["baseline_solution"]["files"][0]["content"]
-        solutions.append(perf_packs.solution(record["task_id"], code))
-        solutions.append(perf_packs.solution(record["task_id"], f"/* the same code */\n{code}"))
+        for variant in (code, f"/* the same code */\n{code}", f"static int aa_unused;\n{code}"):
+            solutions.append(perf_packs.solution(record["task_id"], variant))
     args = [*packs.pack_args(folder, problems, solutions), "--codebench=computeeval", "--codebench-perf"]
     args += ["--codebench-run-without-gpu", "-n", "2"]
-    counts = {"identical": [0, 0], "comment-only": [0, 0]}
+    counts = {kind: [0, 0, 0] for kind in KINDS}
     for repeat in range(repeats):
         for item in pytest_run(folder, args, folder / f"ce-{repeat}.json"):
-            kind = "identical" if item["id"].endswith("[0]") else "comment-only"
+            kind = KINDS[item["sample"]]
             low = float(item["figures"].get("speedup_low", 0.0))
             counts[kind][0] += low > 1.0
             counts[kind][1] += low > 1.5
+            counts[kind][2] += "trials" in item["figures"]
     total = len(problems) * repeats
     return [
         f"ComputeEval host-only problems, {len(problems)} x {repeats} runs: low bound above 1.0 (fast_1) / 1.5: "
-        + ", ".join(f"{kind} {above}/{above_bar} of {total}" for kind, (above, above_bar) in counts.items())
+        + ", ".join(f"{kind} {above}/{bar} of {total} ({timed} timed)" for kind, (above, bar, timed) in counts.items())
     ]
 
 
