@@ -4,11 +4,11 @@ the overview, the speed view and an item, as headless Chromium shows them (tests
     python bench/html_screenshots.py [--out docs] [--report R.json] [-n 2]
 
 Without --report, grades the sample (datasets/pie) with two solution sets: `model-a`, its own
-generations, and `model-b`, each row's candidates in reverse order (another first answer per
-row, so best@1 and the speedups differ), with `--codebench-html`; with --report, writes the page
-of that JSON report with `python -m pytest_codebench html`. Writes OUT/html-overview.png,
-OUT/html-speed.png and OUT/html-item.png (whole pages, 1280 pixels wide), and prints where the
-page is, to open it by hand.
+generations, and `model-b`, each row's candidates but its first, in reverse order (fewer fast
+answers, another first answer per row: best@1, the counts and the speedups differ), with
+`--codebench-html`; with --report, writes the page of that JSON report with `python -m
+pytest_codebench html`. Writes OUT/html-overview.png, OUT/html-speed.png and OUT/html-item.png
+(whole pages, 1280 pixels wide), and prints where the page is, to open it by hand.
 """
 
 from __future__ import annotations
@@ -34,7 +34,8 @@ WIDTH, HEIGHT = 1280, 900
 
 def two_sets(folder: Path) -> Path:
     rows = [json.loads(line) for line in (SAMPLE / "generations.jsonl").read_text().splitlines() if line]
-    reverse = [{**row, "generated_answers": row["generated_answers"][::-1]} for row in rows]
+    # Without each row's first candidate (mostly the sample's fast one), the others reversed.
+    reverse = [{**row, "generated_answers": row["generated_answers"][:0:-1]} for row in rows]
     sets = folder / "sets"
     sets.mkdir()
     for name, written in (("model-a", rows), ("model-b", reverse)):
