@@ -1,11 +1,11 @@
-"""Whether a PIE candidate made no edit to its slow program (pytest_codebench.benchmarks.pie.no_edit):
-a pure rule on made-up programs."""
+"""When two PIE programs are the same code, comments and blank space aside
+(pytest_codebench.benchmarks.pie.no_edit): a pure rule on made-up programs."""
 
 from __future__ import annotations
 
 import pytest
 
-from pytest_codebench.benchmarks.pie.no_edit import same_python
+from pytest_codebench.benchmarks.pie.no_edit import python_form
 
 SLOW = "import sys\nn = int(input())\nfor i in range(n):\n    print(i)\n"
 
@@ -23,7 +23,7 @@ SLOW = "import sys\nn = int(input())\nfor i in range(n):\n    print(i)\n"
     ids=["identical", "comment first", "comment at the end of a line", "trailing comment", "tabs", "blank lines"],
 )
 def test_comments_and_blank_space_make_no_edit(candidate: str) -> None:
-    assert same_python(SLOW, candidate)
+    assert python_form(SLOW) == python_form(candidate)
 
 
 @pytest.mark.parametrize(
@@ -39,4 +39,4 @@ def test_comments_and_blank_space_make_no_edit(candidate: str) -> None:
     ids=["changed", "docstring", "statement", "coding declaration", "renamed", "broken"],
 )
 def test_any_change_to_code_is_an_edit(candidate: str) -> None:
-    assert not same_python(SLOW, candidate)
+    assert python_form(SLOW) != python_form(candidate)

@@ -108,7 +108,7 @@ def test_the_target_is_timed_once_a_row_and_its_signal_reported(pytester: pytest
 def test_a_candidate_that_only_changes_comments_made_no_edit(pytester: pytest.Pytester, pie: PieRun) -> None:
     # Real A/A (issue 24): such a candidate, timed, passed a 5% test as faster one time in twenty.
     renamed = SLOW.replace("total", "acc")  # the same work in other words: an edit, timed
-    answers = [SLOW, "# optimised!\n" + SLOW + "\n\n", FAST, renamed, FAST]
+    answers = [SLOW, "# optimised!\n" + SLOW + "\n\n", FAST, renamed, FAST, renamed + "# a comment\n"]
     config = write_pie(pytester.path, [{"input": SLOW, "generated_answers": answers}])
     run = pie(config)
     found = categories(run)
@@ -117,6 +117,11 @@ def test_a_candidate_that_only_changes_comments_made_no_edit(pytester: pytest.Py
     commented = run.items["p1/s1[1]"]
     assert "the slow program's code, comments and blank space aside: no edit" in commented["message"]
     assert commented["properties"]["metric"] == "none (identical)" and "trials" not in commented["properties"]
-    # The renamed program is timed, as is the faster one; the two copies of it share its runs.
-    assert "trials" in run.items["p1/s1[3]"]["properties"]
+    # The renamed program is timed, as is the faster one; the two copies of it share its runs,
+    # and so does the renamed one with a comment added, checked on its own text.
+    renamed_timed = run.items["p1/s1[3]"]["properties"]
+    assert "trials" in renamed_timed and "timed_as" not in renamed_timed
     assert run.items["p1/s1[2]"]["properties"]["speedup"] == run.items["p1/s1[4]"]["properties"]["speedup"]
+    commented_rename = run.items["p1/s1[5]"]["properties"]
+    assert commented_rename["speedup"] == renamed_timed["speedup"]
+    assert commented_rename["timed_as"] == "another candidate's code, comments and blank space aside: its runs"

@@ -246,7 +246,8 @@ def trial_figures(trials: Trials[Any]) -> Figures:
 
 
 class TrialMetrics(TypedDict):
-    """Trials over the items that were timed (those with :func:`trial_figures`)."""
+    """Trials over the items that were timed (those with :func:`trial_figures`): the trials each
+    verdict rests on, summed (PIE's items of one code share their runs: ``timed_as``)."""
 
     items: int
     run: int

@@ -9,9 +9,10 @@ first item does it; the others read the outcome, :meth:`~pytest_codebench.contex
   ratio is decided, or when a run fails;
 - the first trial is the check: every program's output is judged on every run, and a candidate
   that fails in the first trial failed its check, in a later one a measuring run;
-- two candidates with the same text run once; a candidate that is the target's text is the
-  target's runs; one that is the slow program's text (or its C++ binary, or its Python tokens:
-  :mod:`.no_edit`) made no edit and is not timed.
+- programs of one form (the same text; the same code, comments and blank space aside: Python's
+  tokens, C++'s binary, :mod:`.no_edit`) run as one: a candidate of the slow program's form made
+  no edit and is not timed; one of the target's form, or another candidate's, is checked on its
+  own text and has their runs.
 
 The outcome is plain JSON (it is stored for the row's other items, in other processes): per
 candidate text (its digest), a failure with its log, or its figures.
@@ -31,7 +32,7 @@ from pytest_codebench.verdict import Outcome
 from ..race import Field, Withdrawn, race
 from ..speedup import Figures, Stopping
 from .measure import UNMEASURED, count_instructions, time_figures
-from .no_edit import same_python
+from .no_edit import python_form
 from .rules import Failure, ProgramRun
 from .sandbox import CandidateFailed, Program, Sandbox
 
@@ -125,8 +126,14 @@ def grade_row(sandbox: Sandbox, programs: list[Program], tests: list[int], how: 
         if failed is not None:
             tail = "\n".join(failed["log"]["output"].splitlines()[-10:])
             raise DatasetError(sandbox.tests, f"the {program.tag} program does not compile:\n{tail}")
-    timed: list[Program] = [target] if target else []
-    no_edit: list[Program] = []
+    # Programs of one form (the same code, comments and blank space aside) run as one: the
+    # first of each form is timed, the others are checked on their own text and share its runs.
+    forms = {_form(sandbox, slow): slow}
+    timed: list[Program] = []
+    if target is not None:  # timed, even where it is the slow program's code: its row's signal
+        timed.append(target)
+        forms.setdefault(_form(sandbox, target), target)
+    alias: dict[Program, Program] = {}
     seen = {slow.code, *([target.code] if target else [])}
     for program in others:
         if program.tag != "candidate" or program.code in seen:
@@ -135,53 +142,63 @@ def grade_row(sandbox: Sandbox, programs: list[Program], tests: list[int], how: 
                 outcomes[digest(program.code)] = _not_timed("byte-identical to the slow program: no edit", 1.0)
             continue
         seen.add(program.code)
-        key = digest(program.code)
         sandbox.add(program)
         failed = how.compile(program)
         if failed is not None:
-            outcomes[key] = {"failure": failed, "accuracy": 0.0, "no_edit": None, "figures": {}}
-        elif _same_program(sandbox, slow, program):
-            no_edit.append(program)
-        else:
+            outcomes[digest(program.code)] = {"failure": failed, "accuracy": 0.0, "no_edit": None, "figures": {}}
+            continue
+        same = forms.setdefault(_form(sandbox, program), program)
+        if same is program:
             timed.append(program)
-    for program in no_edit:
-        outcomes[digest(program.code)] = _checked_only(sandbox, program, tests)
+        else:
+            alias[program] = same
     if how.counter is None:
         measured = _timed(sandbox, slow, timed, tests, how.stopping)
     else:
         measured = _counted(sandbox, slow, timed, tests, how.counter)
+    for program, same in alias.items():
+        outcomes[digest(program.code)] = _checked(sandbox, program, tests) or _as(same, slow, measured)
     row: Figures = {"input_acc": 1.0}
     if target is not None:
         found = measured[digest(target.code)]
         row["reference_acc"] = found["accuracy"]
         row.update({REFERENCE[name]: value for name, value in found["figures"].items() if name in REFERENCE})
+        if found["failure"] is None:  # a candidate of the target's text has its runs: no trials of its own
+            figures = {**found["figures"], "timed_as": "the target's code: its runs"}
+            outcomes.setdefault(digest(target.code), {**found, "figures": figures})
     return {"figures": row, "candidates": {**measured, **outcomes}}
 
 
-def _same_program(sandbox: Sandbox, slow: Program, candidate: Program) -> bool:
-    """Whether the candidate is the slow program: the same binary (C++), the same tokens (Python)."""
-    if candidate.language == "cpp":
-        return sandbox.runnable[candidate].data == sandbox.runnable[slow].data
-    return same_python(slow.code, candidate.code)
+def _form(sandbox: Sandbox, program: Program) -> tuple[object, ...]:
+    """What runs of ``program``: its binary (C++, compiled), its code as Python reads it."""
+    if program.language == "cpp":
+        return ("binary", hashlib.sha256(sandbox.runnable[program].data).hexdigest())
+    return python_form(program.code)
+
+
+def _as(same: Program, slow: Program, measured: dict[str, CandidateOutcome]) -> CandidateOutcome:
+    """The outcome of a candidate of ``same``'s form: the slow program's made no edit; the
+    target's or another candidate's has its runs."""
+    aside = "comments and blank space aside"
+    if same is slow:
+        how = "compiles to the slow program's binary" if slow.language == "cpp" else "the slow program's code"
+        return _not_timed(f"{how}, {aside}: no edit", 1.0)
+    whose = "the target's" if same.tag == "reference" else "another candidate's"
+    found = measured[digest(same.code)]
+    return {**found, "figures": {**found["figures"], "timed_as": f"{whose} code, {aside}: its runs"}}
 
 
 def _not_timed(why: str, accuracy: float) -> CandidateOutcome:
     return {"failure": None, "accuracy": accuracy, "no_edit": why, "figures": {"metric": UNMEASURED}}
 
 
-def _check(sandbox: Sandbox, program: Program, tests: list[int]) -> CandidateOutcome | None:
+def _checked(sandbox: Sandbox, program: Program, tests: list[int]) -> CandidateOutcome | None:
     """``program`` run once on every test case: its failure on the first that fails, else None."""
     for position, test in enumerate(tests):
         run, failure = sandbox.check(program, test)
         if failure is not None:
             return _failed(failure, run, test, position)
     return None
-
-
-def _checked_only(sandbox: Sandbox, program: Program, tests: list[int]) -> CandidateOutcome:
-    """A candidate that made no edit, checked on every test case on its own text, never timed."""
-    how = "compiles to the slow program's binary" if program.language == "cpp" else "the slow program's code"
-    return _check(sandbox, program, tests) or _not_timed(f"{how}, comments and blank space aside: no edit", 1.0)
 
 
 def _slow_failed(sandbox: Sandbox, test: int, failure: Failure) -> DatasetError:
@@ -244,7 +261,7 @@ def _counted(
     outcomes: dict[str, CandidateOutcome] = {}
     for program in counted:
         key = digest(program.code)
-        failed = _check(sandbox, program, tests)
+        failed = _checked(sandbox, program, tests)
         if failed is not None:
             outcomes[key] = failed
             continue
