@@ -133,6 +133,12 @@ class Benchmark(abc.ABC):
         """Marks for the case's item (``xdist_group``...), beside ``codebench`` and ``timeout``."""
         return []
 
+    def context_of(self, case: Case) -> dict[str, str]:
+        """What the sample's files replace, as the task gave them (path: text, the path as the
+        sample names its file; "" for an answer that is one program): the HTML report shows
+        the sample as a diff against it. Nothing by default."""
+        return {}
+
     def prepare(self, case: Case, workspace: Path) -> str | None:
         """Write the case's files into the empty ``workspace``.
 

@@ -148,6 +148,8 @@ class CodebenchSession:
             exposure = item.stash.get(EXPOSURE_KEY, None) or Exposure()
             excused = verdict.leaves_score(exposure.model_acted)
             result = item_result(item.nodeid, item.case, item.dataset, verdict, excused)
+            if item.case.solution is not None:
+                result["context"] = self.benchmark.context_of(item.case)
             origin = item.stash.get(ORIGIN_KEY, None)
             if origin is not None:
                 result["cached"], result["same_as"] = origin.cached, origin.same_as

@@ -256,3 +256,30 @@ def test_hostile_text_stays_data_in_every_file(tmp_path: Path) -> None:
     _, overview = read_data(tmp_path / "page" / "data" / "overview.js")
     assert ["gpu", HOSTILE] in overview["run"]["machine"]
     assert "alert" not in (tmp_path / "page" / "index.html").read_text()  # index.html holds no data
+
+
+def test_a_solution_is_shown_as_a_diff_against_what_it_replaces(tmp_path: Path) -> None:
+    slow = "n = int(input())\ntotal = 0\nfor i in range(n):\n    total += i\nprint(total)\n"
+    fast = "n = int(input())\nprint(n * (n - 1) // 2)\n"
+    items = [
+        item("T/1", None, 0, "passed", solution={"code": fast}, context={"": slow}),
+        item("T/2", None, 0, "passed", context={"kernel.cu": "int main() { return 1; }"}),
+        item("T/3", None, 0, "passed", context={}),  # a new file: as it is
+        item("T/4", None, 0, "passed", solution={"code": fast}),  # an older report: no context
+    ]
+    write_html(report(items), tmp_path / "out")
+    shown = {
+        nodeid.rpartition("::")[2]: details["solution"] for nodeid, details in page_items(tmp_path / "out").items()
+    }
+    program = shown["T/1[0]"][0]["text"].splitlines()
+    assert program[:2] == ["--- before", "+++ solution"]
+    # Every line is there, the slow program's marked removed and the candidate's added.
+    assert "-    total += i" in program and "+print(n * (n - 1) // 2)" in program and " n = int(input())" in program
+    assert shown["T/2[0]"] == [
+        {
+            "path": "kernel.cu",
+            "text": "--- before\n+++ solution\n@@ -1 +1 @@\n-int main() { return 1; }\n+int main() {}",
+        }
+    ]
+    assert shown["T/3[0]"] == [{"path": "kernel.cu", "text": "int main() {}"}]
+    assert shown["T/4[0]"] == [{"path": "", "text": fast}]

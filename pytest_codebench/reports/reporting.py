@@ -56,6 +56,9 @@ class ItemResult(TypedDict):
     #: The sample as the solutions gave it (PIE's ``{"code"}``, ComputeEval's files or patch,
     #: TensorBench's prediction), for the HTML report to show; None for a task without one.
     solution: dict[str, Any] | None
+    #: What the sample's files replace, as the task gave them (:meth:`Benchmark.context_of`):
+    #: the HTML report shows the sample as a diff against it.
+    context: dict[str, str]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -117,6 +120,7 @@ def item_result(nodeid: str, case: Case, dataset: Dataset | None, verdict: Verdi
         "started": None,
         "wall_seconds": None,
         "solution": case.solution,
+        "context": {},
     }
 
 

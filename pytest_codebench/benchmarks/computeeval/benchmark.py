@@ -136,6 +136,11 @@ class ComputeEval(Benchmark):
 
     # -- workspace ------------------------------------------------------------------------------
 
+    def context_of(self, case: Case) -> dict[str, str]:
+        """The context files a file solution's files replace (a patch is a diff already)."""
+        written = {f.get("path") for f in (case.solution or {}).get("files") or ()}
+        return {f["path"]: f["content"] for f in case.record.get("context_files") or () if f["path"] in written}
+
     def prepare(self, case: Case, workspace: Path) -> str | None:
         """Context files, then the solution's files, then the held-out tests, written last;
         no solution file may replace a context or test file."""

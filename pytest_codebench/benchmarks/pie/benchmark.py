@@ -131,6 +131,10 @@ class Pie(Benchmark):
         programs.append(Program("candidate", row.language, (case.solution or {})["code"]))
         return programs
 
+    def context_of(self, case: Case) -> dict[str, str]:
+        """The slow program the candidate rewrites."""
+        return {"": PieRow.from_json(case.record).slow}
+
     def prepare(self, case: Case, workspace: Path) -> str | None:
         """The slow program and the candidate, for a reader (kept with --codebench-keep-workspaces):
         every run is in a folder of its own (``sandbox``). Never the reference, which another

@@ -4,6 +4,7 @@ way (assets/js/core.js), so that opening an item needs no index of 100,000 node 
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -36,10 +37,36 @@ def shard_of(nodeid: str, shards: int) -> int:
 ANSWER_FIELDS = ("code", "patch", "model_patch")
 
 
-def solution_files(solution: Any) -> list[SolutionFile] | None:
+def solution_files(solution: Any, context: Mapping[str, str] | None = None) -> list[SolutionFile] | None:
     """The sample's answer as files, where the report carries it (``item["solution"]``, older
-    reports do not): ComputeEval's ``files`` ([{"path", "content"}]), or the text of an answer
-    field (a program, a patch: shown as a diff), or the record itself as JSON."""
+    reports do not), each a diff against what it replaces where the report has that
+    (``item["context"]``: PIE's slow program, a ComputeEval context file)."""
+    files = _answer_files(solution)
+    if files is None or not context:
+        return files
+    return [{"path": file["path"], "text": _against(context.get(file["path"]), file)} for file in files]
+
+
+def _against(before: str | None, file: SolutionFile) -> str:
+    """The file as a diff against ``before`` showing it whole (every line, the changed ones
+    marked); as it is where nothing was before it, or it is a diff itself."""
+    if before is None or before == file["text"]:
+        return file["text"]
+    after = file["text"]
+    lines = difflib.unified_diff(
+        before.splitlines(),
+        after.splitlines(),
+        "before",
+        "solution",
+        n=before.count("\n") + after.count("\n") + 1,
+        lineterm="",
+    )
+    return "\n".join(lines)
+
+
+def _answer_files(solution: Any) -> list[SolutionFile] | None:
+    """ComputeEval's ``files`` ([{"path", "content"}]), or the text of an answer field (a
+    program, a patch: shown as a diff), or the record itself as JSON; None: no solution."""
     if solution is None:
         return None
     if not isinstance(solution, Mapping):
@@ -95,7 +122,7 @@ def detail(number: int, item: ItemResult, keep: WholeLog) -> ItemDetail:
         "started": item.get("started"),
         "wall_seconds": item.get("wall_seconds"),
         "logs": log_views(number, item, keep),
-        "solution": solution_files(item.get("solution")),
+        "solution": solution_files(item.get("solution"), item.get("context")),
     }
 
 

@@ -9,7 +9,7 @@
     passed: "#2e7d32", not_faster: "#9ccc65", missing_solution: "#6d4c41", invalid_solution: "#8d6e63",
     empty_patch: "#a1887f", patch_failed: "#ef6c00", setup_failed: "#ff8f00", missing_api: "#f9a825",
     build_error: "#c62828", build_timeout: "#ad1457", test_failed: "#e53935", test_timeout: "#d81b60",
-    wrong_output: "#f4511e", runtime_error: "#b71c1c", vacuous_tests: "#fdd835", sanitizer_failed: "#6a1b9a",
+    wrong_output: "#f4511e", runtime_error: "#7b1fa2", vacuous_tests: "#fdd835", sanitizer_failed: "#6a1b9a",
     tampered: "#000000", skipped: "#9e9e9e", error: "#5e35b1",
   };
 
@@ -41,6 +41,15 @@
     });
   }
 
+  // A log axis's ends: a margin beyond the extreme values, so that no point sits half outside,
+  // and at least a factor of 2 in all, so that close values do not crowd its tick labels.
+  function span(values) {
+    const low = Math.min.apply(null, values) / 1.2, high = Math.max.apply(null, values) * 1.2;
+    if (!(high / low < 2)) return { min: low, max: high };
+    const middle = Math.sqrt(low * high);
+    return { min: middle / Math.SQRT2, max: middle * Math.SQRT2 };
+  }
+
   // A deterministic jitter, so that the strip plot looks the same on every open.
   function jitter(i) {
     const x = Math.sin(i * 12.9898) * 43758.5453;
@@ -61,7 +70,10 @@
       ] },
       options: base({
         parsing: false,
-        scales: { x: { type: "logarithmic", title: { display: true, text: "speedup (x, log scale)" } }, y: { display: false, min: -0.6, max: 0.6 } },
+        scales: {
+          x: Object.assign({ type: "logarithmic", title: { display: true, text: "speedup (x, log scale)" } }, model.speedups.length ? span(model.speedups) : {}),
+          y: { display: false, min: -0.6, max: 0.6 },
+        },
         plugins: { tooltip: { callbacks: { label: function (c) { return model.ids[c.raw.i] + ": " + cb.dom.number(c.raw.x) + "x"; } } } },
         onClick: function (event, elements) {
           if (elements.length) onPick(model.ids[elements[0].element.$context.raw.i]);
@@ -78,7 +90,7 @@
         parsing: false,
         scales: {
           x: { type: "logarithmic", title: { display: true, text: "p (speedup bar, log scale)" } },
-          y: { min: 0, max: 100, title: { display: true, text: "% of problems correct and faster than p" } },
+          y: { min: 0, max: 100, title: { display: true, text: "% of problems whose best passed sample beats p" } },
         },
       }),
     });
@@ -86,7 +98,8 @@
 
   function versus(canvas, points, names) {
     const values = points.map(function (point) { return [point.x, point.y]; }).flat();
-    const low = Math.min.apply(null, values.concat([1])), high = Math.max.apply(null, values.concat([1]));
+    const axis = span(values.concat([1]));
+    const low = axis.min, high = axis.max;
     return new Chart(canvas, {
       type: "scatter",
       data: { datasets: [
@@ -96,8 +109,8 @@
       options: base({
         parsing: false,
         scales: {
-          x: { type: "logarithmic", title: { display: true, text: cb.dom.modelLabel(names[0]) + " speedup (x)" } },
-          y: { type: "logarithmic", title: { display: true, text: cb.dom.modelLabel(names[1]) + " speedup (x)" } },
+          x: Object.assign({ type: "logarithmic", title: { display: true, text: cb.dom.modelLabel(names[0]) + " speedup (x)" } }, axis),
+          y: Object.assign({ type: "logarithmic", title: { display: true, text: cb.dom.modelLabel(names[1]) + " speedup (x)" } }, axis),
         },
         plugins: { tooltip: { callbacks: { label: function (c) { return (c.raw.task || "") + ": " + cb.dom.number(c.raw.x) + "x vs " + cb.dom.number(c.raw.y) + "x"; } } } },
       }),

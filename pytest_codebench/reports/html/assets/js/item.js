@@ -8,10 +8,15 @@
     return el("div", { class: "fact" }, [el("dt", {}, label), el("dd", { data: { field: name } }, text)]);
   }
 
+  // A float to six significant digits (the JSON report keeps it whole); anything else as it is.
+  function shown(value) {
+    return typeof value === "number" && !Number.isInteger(value) ? String(Number(value.toPrecision(6))) : String(value);
+  }
+
   function figures(item) {
     const names = Object.keys(item.figures).sort();
     const rows = names.map(function (name) {
-      return el("tr", { data: { figure: name } }, [el("th", { scope: "row" }, name), el("td", {}, String(item.figures[name]))]);
+      return el("tr", { data: { figure: name } }, [el("th", { scope: "row" }, name), el("td", {}, shown(item.figures[name]))]);
     });
     return el("div", { data: { field: "figures" } }, names.length ? el("table", { class: "figures" }, el("tbody", {}, rows)) : el("p", {}, "no figures"));
   }

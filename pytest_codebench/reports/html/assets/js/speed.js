@@ -50,7 +50,7 @@
         const summary = model.speedups.length + " passed items with a speedup over " + model.problems + " problems; " + model.suspect.length + " suspect (red)";
         section.appendChild(el("p", {}, summary));
         const strip = cb.charts.figure("speedup-chart-" + model.model, "speedups of passed items (log scale; suspects marked)");
-        const curve = cb.charts.figure("fastp-chart-" + model.model, "fast_p over p");
+        const curve = cb.charts.figure("fastp-chart-" + model.model, "fast_p over p, from each problem's best passed sample (the leaderboard's is best@1)");
         section.appendChild(el("div", { class: "pair" }, [strip.node, curve.node]));
         view.appendChild(section);
         cb.charts.strip(strip.canvas, model, function (nodeid) { location.hash = cb.dom.itemHref(nodeid); });
