@@ -41,13 +41,28 @@
     });
   }
 
-  // A log axis's ends: a margin beyond the extreme values, so that no point sits half outside,
-  // and at least a factor of 2 in all, so that close values do not crowd its tick labels.
+  // A log axis's ends: the nearest 1, 2 or 5 times a power of ten beyond the extreme values with a
+  // margin, so that no point sits half outside and the ends' labels are round ones like the rest.
+  function nice(value, up) {
+    const power = Math.pow(10, Math.floor(Math.log10(value)));
+    const steps = up ? [1, 2, 5, 10] : [10, 5, 2, 1];
+    const found = steps.find(function (step) { return up ? step * power >= value : step * power <= value; });
+    return found * power;
+  }
+
   function span(values) {
-    const low = Math.min.apply(null, values) / 1.2, high = Math.max.apply(null, values) * 1.2;
-    if (!(high / low < 2)) return { min: low, max: high };
-    const middle = Math.sqrt(low * high);
-    return { min: middle / Math.SQRT2, max: middle * Math.SQRT2 };
+    return { min: nice(Math.min.apply(null, values) / 1.2, false), max: nice(Math.max.apply(null, values) * 1.2, true) };
+  }
+
+  // A log axis labelled only at 1, 2 and 5 times a power of ten: Chart.js labels every minor
+  // tick, which crowd each other where the axis spans little.
+  function logAxis(title, values) {
+    const label = function (value) {
+      const mantissa = value / Math.pow(10, Math.floor(Math.log10(value)));
+      return [1, 2, 5].some(function (x) { return Math.abs(mantissa - x) < 1e-6; }) ? String(Number(value.toPrecision(3))) : "";
+    };
+    const axis = { type: "logarithmic", title: { display: true, text: title }, ticks: { callback: label, autoSkip: false } };
+    return Object.assign(axis, values && values.length ? span(values) : {});
   }
 
   // A deterministic jitter, so that the strip plot looks the same on every open.
@@ -71,7 +86,7 @@
       options: base({
         parsing: false,
         scales: {
-          x: Object.assign({ type: "logarithmic", title: { display: true, text: "speedup (x, log scale)" } }, model.speedups.length ? span(model.speedups) : {}),
+          x: logAxis("speedup (x, log scale)", model.speedups),
           y: { display: false, min: -0.6, max: 0.6 },
         },
         plugins: { tooltip: { callbacks: { label: function (c) { return model.ids[c.raw.i] + ": " + cb.dom.number(c.raw.x) + "x"; } } } },
@@ -89,8 +104,8 @@
       options: base({
         parsing: false,
         scales: {
-          x: { type: "logarithmic", title: { display: true, text: "p (speedup bar, log scale)" } },
-          y: { min: 0, max: 100, title: { display: true, text: "% of problems whose best passed sample beats p" } },
+          x: logAxis("p (speedup bar, log scale)", null),
+          y: { min: 0, max: 100, title: { display: true, text: "% of problems faster than p" } },
         },
       }),
     });
@@ -100,6 +115,7 @@
     const values = points.map(function (point) { return [point.x, point.y]; }).flat();
     const axis = span(values.concat([1]));
     const low = axis.min, high = axis.max;
+    const all = values.concat([1]);
     return new Chart(canvas, {
       type: "scatter",
       data: { datasets: [
@@ -109,8 +125,8 @@
       options: base({
         parsing: false,
         scales: {
-          x: Object.assign({ type: "logarithmic", title: { display: true, text: cb.dom.modelLabel(names[0]) + " speedup (x)" } }, axis),
-          y: Object.assign({ type: "logarithmic", title: { display: true, text: cb.dom.modelLabel(names[1]) + " speedup (x)" } }, axis),
+          x: logAxis(cb.dom.modelLabel(names[0]) + " speedup (x)", all),
+          y: logAxis(cb.dom.modelLabel(names[1]) + " speedup (x)", all),
         },
         plugins: { tooltip: { callbacks: { label: function (c) { return (c.raw.task || "") + ": " + cb.dom.number(c.raw.x) + "x vs " + cb.dom.number(c.raw.y) + "x"; } } } },
       }),
