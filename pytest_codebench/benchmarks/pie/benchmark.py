@@ -2,14 +2,16 @@
 case and run faster than the slow program it rewrites.
 
 Takes PIE's own eval-config YAML (every key, same meaning and defaults; see ``config``). One
-item per (generation row, candidate) (``load``). The slow program, the human reference and the
-candidate run in a sandbox that never holds an expected output (``sandbox``), are checked on
-every test case (``rules``), then timed interleaved within each trial, so that drift hits all
-three alike (``measure``): the speedup is PIE's (whole process time, interpreter start-up
-included) with a 95% bootstrap interval over the paired trials, which stop once that interval
-has decided the verdict (``speedup``'s adaptive trials; at most ``num_trials``). ``--codebench-pie-metric
-instructions`` counts user-space instructions instead (perf, or callgrind where perf is not
-allowed): deterministic. PIE's metrics and its own report: ``report``.
+item per (generation row, candidate) (``load``), but a row is graded as a unit by its first
+item (``row``): the slow program, the human reference and every distinct candidate run in a
+sandbox that never holds an expected output (``sandbox``), each judged on every run
+(``rules``), interleaved within the same trials, so that drift hits all alike. The first trial
+is the check. A candidate's speedup is PIE's (whole process time, interpreter start-up
+included): the median of its ratios paired trial by trial with the slow program's runs, with
+exact sign-test bounds valid at every look of the adaptive trials (``speedup``; at most
+``num_trials``). ``--codebench-pie-metric instructions`` counts user-space instructions instead
+(perf, or callgrind where perf is not allowed): deterministic. PIE's metrics and its own
+report: ``report``.
 """
 
 from __future__ import annotations
