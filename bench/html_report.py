@@ -7,32 +7,34 @@ and the browser's memory.
 
 Sizes: index.html plus every file it loads at open (scripts, the chart library, the style sheet,
 data/overview.js). Times: from Page.navigate until body[data-ready] names the view (polled every
-10 ms), the overview opened from scratch; the other views then opened in the same tab, each
+50 ms), the overview opened from scratch; the other views then opened in the same tab, each
 loading its own data (the matrix files, speed.js, one item file). Memory: the JS heap used
 (DevTools Performance.getMetrics, after a garbage collection), the page's renderer process and
 every Chromium process together (proportional set sizes, /proc/PID/smaps_rollup), about:blank's
-first as the baseline. Chromium is driven over --remote-debugging-pipe with the standard library
-alone. The goal (issue 25): open in under 2 s and under 200 MB.
+first as the baseline. Chromium is driven by the tests' own DevTools client (tests/browser.py:
+--remote-debugging-pipe, the standard library alone). The goal (issue 25): open in under 2 s and under 200 MB.
 """
 
 from __future__ import annotations
 
 import argparse
-import fcntl
 import json
 import math
 import os
 import random
 import re
-import signal
-import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from pytest_codebench.reports.html import write_html
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+from browser import Browser, Tab  # noqa: E402
 
 OUTCOMES = ["passed"] * 5 + ["build_error", "test_failed", "wrong_output", "test_timeout", "runtime_error", "skipped"]
 ANSI_LOG = "\x1b[1m{n}\x1b[0m: compiling kernel_{n}.cu ... \x1b[32mok\x1b[0m [{ms} ms]\n"
@@ -95,89 +97,23 @@ def synthetic_report(models: int, tasks: int, groups: int, where: Path) -> dict[
     }
 
 
-class Chromium:
-    """Headless Chromium over the DevTools pipe (fd 3: to it, fd 4: from it, NUL-separated JSON)."""
+def opened(tab: Tab, route: str, go: Callable[[], object]) -> float:
+    """Seconds from ``go()`` (a navigation, a change of the hash) until the page says it drew ``route``."""
+    start = time.perf_counter()
+    go()
+    tab.wait_ready(route, timeout=60)
+    return time.perf_counter() - start
 
-    def __init__(self, binary: str, profile: Path) -> None:
-        to_chrome, self._write = os.pipe()
-        self._read, from_chrome = os.pipe()
-        flags = ["--headless", "--no-sandbox", "--disable-gpu", "--remote-debugging-pipe", f"--user-data-dir={profile}"]
-        # Chromium's ends moved above fd 9 (so that putting them on 3 and 4 overwrites neither),
-        # then bash puts them on 3 and 4, where Chromium looks, and execs it in a session of its own.
-        low = (to_chrome, from_chrome)
-        to_chrome, from_chrome = (fcntl.fcntl(fd, fcntl.F_DUPFD, 10) for fd in low)
-        for fd in low:
-            os.close(fd)
-        script = f'exec "$0" "$@" 3<&{to_chrome} 4>&{from_chrome} {to_chrome}<&- {from_chrome}>&-'
-        self.process = subprocess.Popen(
-            ["/bin/bash", "-c", script, binary, *flags, "about:blank"],
-            pass_fds=(to_chrome, from_chrome),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-        os.close(to_chrome)
-        os.close(from_chrome)
-        self._buffer, self._next = b"", 0
-        self.errors: list[str] = []
-        target = self.call("Target.createTarget", url="about:blank")["targetId"]
-        self.session = self.call("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
-        for domain in ("Page", "Runtime", "Performance"):
-            self.call(f"{domain}.enable", session=self.session)
 
-    def call(self, method: str, session: str | None = None, **params: Any) -> dict[str, Any]:
-        self._next += 1
-        message: dict[str, Any] = {"id": self._next, "method": method, "params": params}
-        if session:
-            message["sessionId"] = session
-        os.write(self._write, json.dumps(message).encode() + b"\0")
-        while True:
-            while b"\0" not in self._buffer:
-                self._buffer += os.read(self._read, 1 << 20)
-            raw, self._buffer = self._buffer.split(b"\0", 1)
-            reply = json.loads(raw)
-            if reply.get("method") == "Runtime.exceptionThrown" or (
-                reply.get("method") == "Runtime.consoleAPICalled" and reply["params"]["type"] == "error"
-            ):
-                self.errors.append(json.dumps(reply["params"])[:300])
-            if reply.get("id") == self._next:
-                if "error" in reply:
-                    raise RuntimeError(f"{method}: {reply['error']}")
-                return dict(reply["result"])
-
-    def evaluate(self, expression: str) -> Any:
-        result = self.call("Runtime.evaluate", session=self.session, expression=expression, returnByValue=True)
-        return result["result"].get("value")
-
-    def open(self, url: str, route: str, navigate: bool) -> float:
-        """Seconds from asking for ``url`` until the page says it drew ``route``."""
-        start = time.perf_counter()
-        if navigate:
-            self.call("Page.navigate", session=self.session, url=url)
-        else:
-            self.evaluate(f"location.hash = {json.dumps(route)}")
-        while self.evaluate("document.body ? document.body.dataset.ready || '' : ''") != route:
-            if time.perf_counter() - start > 60:
-                raise TimeoutError(f"{route} not drawn in 60 s")
-            time.sleep(0.01)
-        return time.perf_counter() - start
-
-    def memory(self) -> str:
-        """MB of JS heap used, of the page's renderer process and of every Chromium process
-        together (PSS), as a line."""
-        self.call("HeapProfiler.collectGarbage", session=self.session)
-        metrics = self.call("Performance.getMetrics", session=self.session)["metrics"]
-        heap = next(metric["value"] for metric in metrics if metric["name"] == "JSHeapUsedSize")
-        sizes = processes(self.process.pid)
-        renderers = [size for command, size in sizes if "--type=renderer" in command]
-        whole, renderer = sum(size for _, size in sizes), max(renderers, default=0)
-        return f"JS heap {heap / 2**20:.1f} MB, renderer {renderer / 2**20:.0f} MB, Chromium {whole / 2**20:.0f} MB"
-
-    def close(self) -> None:
-        """Ends Chromium and every process it started (its own session)."""
-        os.killpg(self.process.pid, signal.SIGKILL)
-        self.process.wait()
+def memory(browser: Browser, tab: Tab) -> str:
+    """MB of JS heap used, of the page's renderer process and of every Chromium process
+    together (PSS), as a line."""
+    tab.send("HeapProfiler.collectGarbage")
+    heap = tab.metrics()["JSHeapUsedSize"]
+    sizes = processes(browser.process.pid)
+    renderers = [size for command, size in sizes if "--type=renderer" in command]
+    whole, renderer = sum(size for _, size in sizes), max(renderers, default=0)
+    return f"JS heap {heap / 2**20:.1f} MB, renderer {renderer / 2**20:.0f} MB, Chromium {whole / 2**20:.0f} MB"
 
 
 def processes(root: int) -> list[tuple[str, int]]:
@@ -236,20 +172,17 @@ def main() -> int:
         print(f"loaded at open: {sum(sizes.values()) / 1024:.0f} KB")
         for name, size in sizes.items():
             print(f"  {name}: {size / 1024:.1f} KB")
-        browser = Chromium(args.chromium, Path(scratch) / "profile")
-        try:
+        with Browser(Path(scratch) / "profile", Path(args.chromium)) as browser, browser.tab() as tab:
             url = (out / "index.html").resolve().as_uri()
-            print(f"about:blank: {browser.memory()}")
-            opened = browser.open(url, "#/", navigate=True)
-            print(f"overview drawn in {opened:.2f} s; {browser.memory()}")
+            print(f"about:blank: {memory(browser, tab)}")
+            took = opened(tab, "#/", lambda: tab.goto(url))
+            print(f"overview drawn in {took:.2f} s; {memory(browser, tab)}")
             first = report["items"][0]["nodeid"]
-            item = "#/item/" + browser.evaluate(f"encodeURIComponent({json.dumps(first)})")
+            item = "#/item/" + tab.evaluate(f"encodeURIComponent({json.dumps(first)})")
             for route in ("#/problems", "#/problems?outcome=build_error&group=group-07", "#/speed", item):
-                took = browser.open(url, route, navigate=False)
-                print(f"{route[:48]} drawn in {took:.2f} s; {browser.memory()}")
-            print(f"console errors: {len(browser.errors)}", *browser.errors, sep="\n  ")
-        finally:
-            browser.close()
+                took = opened(tab, route, lambda: tab.evaluate(f"location.hash = {json.dumps(route)}"))  # noqa: B023
+                print(f"{route[:48]} drawn in {took:.2f} s; {memory(browser, tab)}")
+            print(f"console errors: {len(tab.errors)}", *tab.errors, sep="\n  ")
     return 0
 
 
