@@ -18,8 +18,7 @@ import dataclasses
 from collections.abc import Callable, Hashable, Sequence
 from typing import Generic, TypeVar
 
-from ..stats.signs import Looks
-from .speedup import Stopping, Trials, decision, ratio_interval
+from .speedup import Stopping, Trials, decided_after
 
 C = TypeVar("C", bound=Hashable)
 U = TypeVar("U")
@@ -90,7 +89,7 @@ def race(field: Field[C, U], measure: Callable[[C, U, int], float], stopping: St
             if contender in withdrawn:
                 running.remove(contender)
                 continue
-            found = _decided(times[field.base], times[contender], stopping, looks)
+            found = decided_after(times[field.base], times[contender], stopping, looks)
             if found is not None:
                 stops[contender] = found
                 running.remove(contender)
@@ -103,13 +102,3 @@ def race(field: Field[C, U], measure: Callable[[C, U, int], float], stopping: St
         kept = {each: times[each][stopping.ignore : run] for each in [*shared, contender]}
         trials[contender] = Trials(kept, stops.get(contender, final), run, stopping.cap, looks)
     return Result(trials, withdrawn)
-
-
-def _decided(base: list[float], times: list[float], stopping: Stopping, looks: Looks) -> str | None:
-    """How the contender's ratio over the base is decided after its last trial; None: not yet
-    (too few kept trials, not adaptive, or no bar settled)."""
-    kept = len(times) - stopping.ignore
-    if not stopping.adaptive or kept < max(stopping.min_trials, 1):
-        return None
-    interval = ratio_interval(base[stopping.ignore : len(times)], times[stopping.ignore :], looks)
-    return decision(interval, stopping)

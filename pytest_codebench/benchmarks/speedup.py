@@ -200,6 +200,17 @@ def decision(interval: Interval, stopping: Stopping) -> str | None:
     return None
 
 
+def decided_after(base: list[float], times: list[float], stopping: Stopping, looks: Looks) -> str | None:
+    """How the ratio of ``base`` over ``times`` is decided after the last of ``times``' trials
+    (both counted from the first, the ignored ones included; ``base`` may have run more):
+    :func:`decision` on its interval at ``looks``; None while not adaptive or too few trials
+    are kept, or no bar is settled."""
+    kept = len(times) - stopping.ignore
+    if not stopping.adaptive or kept < max(stopping.min_trials, 1):
+        return None
+    return decision(ratio_interval(base[stopping.ignore : len(times)], times[stopping.ignore :], looks), stopping)
+
+
 def timed_trials(
     contenders: Sequence[C],
     units: Sequence[U],
@@ -217,12 +228,7 @@ def timed_trials(
 
     def decided(totals: Mapping[C, list[float]]) -> bool:
         nonlocal stop
-        kept = len(totals[pair[0]]) - stopping.ignore
-        if not stopping.adaptive or kept < max(stopping.min_trials, 1):
-            return False
-        found = decision(
-            ratio_interval(totals[pair[0]][stopping.ignore :], totals[pair[1]][stopping.ignore :], looks), stopping
-        )
+        found = decided_after(totals[pair[0]], totals[pair[1]], stopping, looks)
         if found is not None and stopping.settled is not None and not stopping.settled():
             return False
         stop = found or stop
