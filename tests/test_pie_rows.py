@@ -125,3 +125,23 @@ def test_a_candidate_that_only_changes_comments_made_no_edit(pytester: pytest.Py
     commented_rename = run.items["p1/s1[5]"]["properties"]
     assert commented_rename["speedup"] == renamed_timed["speedup"]
     assert commented_rename["timed_as"] == "another candidate's code, comments and blank space aside: its runs"
+
+
+def test_a_slower_candidate_stops_once_no_trial_to_come_could_show_it_faster(
+    pytester: pytest.Pytester, pie: PieRun
+) -> None:
+    config = write_pie(pytester.path, [{"input": SLOW, "generated_answers": [FAST, SLOWER]}])
+    report, html = pytester.path / "codebench.json", pytester.path / "html"
+    run = pie(config, "--codebench-report", str(report), "--codebench-html", str(html))
+    assert categories(run) == {"p1/s1[0]": "passed", "p1/s1[1]": "not_faster"}
+    slower = {item["id"]: item for item in json.loads(report.read_text())["items"]}["p1/s1[1]"]
+    figures = slower["figures"]
+    # 6 trials, the first ignored: "faster" needs all 5 kept ones above 1.0, so once three
+    # are below it, neither the verdict nor the median's side (PIE's metrics) can change.
+    assert figures["trials_stop"] == "futile" and figures["trials"] < 6
+    assert figures["speedup"] < 1.0 and figures["ci_high"] is None  # no bound before the first look
+    assert f"its timing stopped after {figures['trials']} of at most 6 trials" in slower["reason"]
+    assert "[0.000, inf]" in slower["reason"]
+    assert run.items["p1/s1[0]"]["properties"]["trials_stop"] == "above 1.1"
+    assert (html / "index.html").exists()
+    run.result.stdout.fnmatch_lines(["trials: * run * stopped at: above 1.1 (1), futile (1)*"])

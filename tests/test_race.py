@@ -35,7 +35,10 @@ def test_each_contender_decides_on_its_own_and_leaves() -> None:
     # A tie never decides: to the cap, and the base ran as long as the last contender in.
     assert (tie.run, tie.stop) == (12, "cap")
     runs = {name: sum(1 for call in calls if call[0] == name) for name in ("slow", "fast", "tie", "bare")}
-    assert runs == {"slow": 24, "fast": 12, "tie": 24, "bare": 24}  # two units a trial
+    # Two units a trial; the companion in the kept trials only.
+    assert runs == {"slow": 24, "fast": 12, "tie": 24, "bare": 22}
+    assert {trial for name, _, trial in calls if name == "bare"} == set(range(1, 12))
+    assert len(tie.totals["bare"]) == len(tie.totals["tie"]) == 11  # a time for every kept trial
     assert result.withdrawn == {}
 
 
@@ -76,3 +79,19 @@ def test_a_fixed_race_runs_every_contender_to_the_cap() -> None:
     _, measure = noisy({"slow": 10.0, "fast": 2.0})
     result = race(Field("slow", ["fast"], [], [0]), measure, Stopping(BARS, cap=7, adaptive=False))  # type: ignore[arg-type]
     assert (result.trials["fast"].run, result.trials["fast"].stop) == (7, "fixed")
+
+
+def test_a_contender_that_can_no_longer_pass_leaves_for_futility() -> None:
+    # PIE's config: 6 trials, the first ignored, so "faster" needs all 5 kept trials above 1.0.
+    calls, measure = noisy({"slow": 10.0, "fast": 4.0, "slower": 25.0})
+    field = Field("slow", ["fast", "slower"], [], [0])
+    stopping = Stopping(BARS, min_trials=5, cap=6, ignore=1, floor=1.0)
+    result = race(field, measure, stopping)  # type: ignore[arg-type]
+    # Three kept trials below 1.0: no trial to come can show it faster, nor lift its median.
+    assert (result.trials["slower"].run, result.trials["slower"].stop) == (4, "futile")
+    assert (result.trials["fast"].run, result.trials["fast"].stop) == (6, "above 1.1")
+    assert sum(1 for call in calls if call[0] == "slower") == 4
+    # Without a floor it runs until its bounds decide: below 1.0, at the first look.
+    _, measure = noisy({"slow": 10.0, "fast": 4.0, "slower": 25.0})
+    result = race(field, measure, Stopping(BARS, min_trials=5, cap=6, ignore=1))  # type: ignore[arg-type]
+    assert (result.trials["slower"].run, result.trials["slower"].stop) == (6, "below 1")

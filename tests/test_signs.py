@@ -14,7 +14,7 @@ from collections.abc import Callable
 import pytest
 
 from pytest_codebench.benchmarks.speedup import Stopping, ratio_interval, timed_trials
-from pytest_codebench.stats.signs import Looks, crossing, median_bounds
+from pytest_codebench.stats.signs import Looks, crossing, futile, median_bounds
 
 
 @pytest.mark.parametrize(("first", "cap"), [(5, 5), (5, 12), (6, 14), (5, 20), (5, 25), (5, 60)])
@@ -67,6 +67,28 @@ def test_too_few_trials_bound_nothing() -> None:
     assert looks.rank(5) == 0  # over 16 looks, five of five is not enough
     assert median_bounds([1.2] * 5, looks) == (1.2, 0.0, math.inf)
     assert median_bounds([2.0], looks) == (2.0, 2.0, 2.0)  # one exact measure
+
+
+@pytest.mark.parametrize(("first", "cap"), [(5, 5), (5, 7), (5, 8), (6, 8)])
+def test_futility_stops_only_where_no_trial_to_come_changes_a_claim_or_the_medians_side(first: int, cap: int) -> None:
+    """Against every run of ratios (below, just above and far above 1.0) and every way the
+    trials left could fall: futile exactly where no look to come claims "above 1.0" and the
+    median at the cap lies at or below 1.0 whatever they are."""
+    looks = Looks(first, cap)
+    values = (0.5, 1.01, 3.0)
+    stopped = 0
+    for n in range(1, cap):
+        for seen in itertools.product(values, repeat=n):
+            outcomes = []
+            for rest in itertools.product(values, repeat=cap - n):
+                run = [*seen, *rest]
+                claims = any(
+                    0 < looks.rank(m) <= sum(value > 1.0 for value in run[:m]) for m in range(max(n, first), cap + 1)
+                )
+                outcomes.append(claims or sorted(run)[cap // 2] > 1.0 or sorted(run)[(cap - 1) // 2] > 1.0)
+            assert futile(seen, 1.0, looks) == (not any(outcomes)), seen
+            stopped += futile(seen, 1.0, looks)
+    assert stopped  # the rule does stop some runs
 
 
 # -- the shipped adaptive timing, at the truth it must not overclaim --------------------------

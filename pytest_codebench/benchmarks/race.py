@@ -9,7 +9,8 @@ ratio over the base is decided (:func:`~.speedup.decision` at ``stopping``'s loo
 :func:`~.speedup.timed_trials` decides one pair), or when its measure raises :class:`Withdrawn`
 (a failed run); the race ends when none is left, or at the cap. Leaving early only removes
 looks, so each contender's bounds keep their level. Companions (the bare interpreter) run in
-every trial and never decide anything. Nothing here knows a benchmark.
+every kept trial (the ignored ones would only be dropped) and never decide anything. Nothing
+here knows a benchmark.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ class Withdrawn(Exception):
 @dataclasses.dataclass(frozen=True)
 class Field(Generic[C, U]):
     """Who races: the ``base`` every ratio is over, the ``contenders`` that each decide their
-    ratio and may leave, and ``companions`` that run every trial beside them (the bare
+    ratio and may leave, and ``companions`` that run in every kept trial beside them (the bare
     interpreter, whose times give the start-up). ``units`` are run within each trial (test cases)."""
 
     base: C
@@ -60,6 +61,7 @@ def race(field: Field[C, U], measure: Callable[[C, U, int], float], stopping: St
     ``measure(contender, unit, trial)`` times one run (trial counts from 0, the ignored ones
     included); a contender's :class:`Withdrawn` takes it out of the race at once. A base or a
     companion must not withdraw: their runs are the harness's (the caller raises its own error).
+    A companion does not run in an ignored trial (its time there, 0, is dropped).
     ``stopping.settled`` is not asked: no racing benchmark has a second question to settle."""
     looks = stopping.looks()
     shared = [field.base, *field.companions]
@@ -75,7 +77,7 @@ def race(field: Field[C, U], measure: Callable[[C, U, int], float], stopping: St
         sums = dict.fromkeys(everyone, 0.0)
         for unit in field.units:
             for contender in order:
-                if contender in withdrawn:
+                if contender in withdrawn or (contender in field.companions and trial < stopping.ignore):
                     continue
                 try:
                     sums[contender] += measure(contender, unit, trial)

@@ -19,6 +19,7 @@ here knows a benchmark.
 from __future__ import annotations
 
 import dataclasses
+import math
 import random
 import statistics
 from collections import Counter
@@ -26,7 +27,7 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any, Generic, TypedDict, TypeVar
 
 from ..options import Option, bool_option, positive
-from ..stats.signs import LEVEL, Looks, median_bounds
+from ..stats.signs import LEVEL, Looks, futile, median_bounds
 
 BOOTSTRAP_RESAMPLES = 2000
 # A net time within this many standard deviations of the bare interpreter's is noise.
@@ -35,6 +36,8 @@ NOISE_SIGMAS = 3.0
 MIN_NOISE_MS = 1.0
 
 Interval = tuple[float, float, float]  # point, 2.5% and 97.5% bounds
+# How a contender stopped that could no longer pass the floor (Stopping.floor).
+FUTILE = "futile"
 Figures = dict[str, float | str | None]
 C = TypeVar("C", bound=Hashable)
 U = TypeVar("U")
@@ -130,9 +133,17 @@ def speedup_figures(
     return figures
 
 
+def bounds_text(low: float | None, high: float | None) -> str:
+    """An interval's ends as a verdict shows them (an unbounded end: inf)."""
+    return "[" + ", ".join("inf" if end is None else f"{end:.3f}" for end in (low, high)) + "]"
+
+
 def interval_figures(prefix: str, interval: Interval | None) -> Figures:
     """``{prefix}speedup``, ``{prefix}ci_low`` and ``{prefix}ci_high``, rounded (None: not meaningful)."""
-    point, low, high = (round(value, 4) for value in interval) if interval else (None, None, None)
+    # No bound is infinite here: a ratio's high end is unbounded (None) before its first look.
+    point, low, high = (
+        (round(value, 4) if math.isfinite(value) else None for value in interval) if interval else (None, None, None)
+    )
     return {f"{prefix}speedup": point, f"{prefix}ci_low": low, f"{prefix}ci_high": high}
 
 
@@ -155,6 +166,9 @@ class Stopping:
     # timed_trials, which would otherwise take six.
     ignore: int = 0
     level: float = LEVEL  # each bound's one-sided level, over every look
+    # Stop for futility once the ratio can no longer be shown above this (PIE's verdict bar),
+    # however the trials to come fall: :func:`~pytest_codebench.stats.signs.futile`. None: never.
+    floor: float | None = None
 
     def __post_init__(self) -> None:
         if not 0 <= self.ignore < self.cap:
@@ -173,7 +187,7 @@ class Trials(Generic[C]):
     """What :func:`timed_trials` ran, and why it stopped."""
 
     totals: dict[C, list[float]]  # per-trial totals of each contender, ignored trials dropped
-    stop: str  # "above 1.1" | "below 1" | "between 1 and 1.1" | "narrow" | "cap" | "fixed"
+    stop: str  # "above 1.1" | "below 1" | "between 1 and 1.1" | "narrow" | "futile" | "cap" | "fixed"
     run: int  # trials run (ignored ones included)
     cap: int
     looks: Looks  # where the bounds were read: a ratio's interval from ``totals`` must use these
@@ -203,12 +217,18 @@ def decision(interval: Interval, stopping: Stopping) -> str | None:
 def decided_after(base: list[float], times: list[float], stopping: Stopping, looks: Looks) -> str | None:
     """How the ratio of ``base`` over ``times`` is decided after the last of ``times``' trials
     (both counted from the first, the ignored ones included; ``base`` may have run more):
-    :func:`decision` on its interval at ``looks``; None while not adaptive or too few trials
-    are kept, or no bar is settled."""
-    kept = len(times) - stopping.ignore
-    if not stopping.adaptive or kept < max(stopping.min_trials, 1):
+    :func:`decision` on its interval at ``looks`` once enough trials are kept, else
+    :data:`FUTILE` where it can no longer pass ``stopping.floor``; None while not adaptive or
+    nothing is settled."""
+    slow, fast = base[stopping.ignore : len(times)], times[stopping.ignore :]
+    if not stopping.adaptive or not fast:
         return None
-    return decision(ratio_interval(base[stopping.ignore : len(times)], times[stopping.ignore :], looks), stopping)
+    if len(fast) >= max(stopping.min_trials, 1):
+        found = decision(ratio_interval(slow, fast, looks), stopping)
+        if found is not None:
+            return found
+    ratios = [s / f for s, f in zip(slow, fast, strict=True)]
+    return FUTILE if stopping.floor is not None and futile(ratios, stopping.floor, looks) else None
 
 
 def timed_trials(

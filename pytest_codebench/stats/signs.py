@@ -73,6 +73,20 @@ class Looks:
         return _boundary(self.first, self.cap, self.level).get(min(n, self.cap), 0)
 
 
+def futile(values: Sequence[float], p: float, looks: Looks) -> bool:
+    """Whether more of ``values`` (each trial's ratio, trials still to come up to the cap) can
+    no longer change what is claimed of them at ``p``: no look to come could claim "above p"
+    even if every later value lay above it, and their median at the cap lies at or below ``p``
+    whatever those values are (more than half of the cap's values are at or below it already).
+    Stopping then removes no chance of a claim above ``p``, or above any higher bar (a low bound
+    above it is above ``p`` too), and the median's side of ``p`` is what it would be at the cap
+    (stopping for futility)."""
+    short = sum(value <= p for value in values)
+    if 2 * short <= looks.cap:
+        return False
+    return not any(0 < looks.rank(n) <= n - short for n in range(max(len(values), looks.first), looks.cap + 1))
+
+
 def median_bounds(values: Sequence[float], looks: Looks) -> tuple[float, float, float]:
     """The median of ``values`` and its low and high bounds, each a one-sided ``1 - level``
     bound valid across every look of ``looks`` (together a ``1 - 2 level`` interval). One

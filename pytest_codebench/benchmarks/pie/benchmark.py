@@ -239,7 +239,9 @@ class Pie(Benchmark):
     def stopping(self) -> Stopping:
         """When a candidate's timing may stop: once its interval lies wholly on one side of
         every bar a verdict or a metric compares against (the interval's own bar 1.0, the
-        user's, PIE's %Optimized), or is narrow; at most ``num_trials`` trials."""
+        user's, PIE's %Optimized), or is narrow; or once it can no longer be shown above 1.0
+        within the trials left, and its median stays at or below 1.0 whatever they show (the
+        metrics count it as 1.0x either way); at most ``num_trials`` trials."""
         cap, ignore = self.config.num_trials, self.config.ignore_first_k
         return Stopping(
             bars=(1.0, self.settings[MIN_SPEEDUP], OPTIMIZED),
@@ -247,6 +249,7 @@ class Pie(Benchmark):
             cap=cap,
             adaptive=self.settings[ADAPTIVE_TRIALS],
             ignore=ignore,
+            floor=1.0,
         )
 
     # -- what decides a verdict (the verdict store's key) ----------------------------------------

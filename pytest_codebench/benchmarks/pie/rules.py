@@ -16,6 +16,8 @@ from typing import Any
 from pytest_codebench.runners import RunResult
 from pytest_codebench.verdict import Outcome
 
+from ..speedup import FUTILE, bounds_text
+
 FLOAT_TOLERANCE = decimal.Decimal("1e-3")
 INTEGER = re.compile(r"[+-]?[0-9]+")
 
@@ -114,14 +116,20 @@ def speed_verdict(figures: Mapping[str, Any], bar: float) -> tuple[Outcome, str]
     speedup = float(figures["speedup"])
     level = figures.get("trials_level")
     bounds = f"; bounds {1 - float(level):.0%} each side" if level is not None else ""
-    reason = f"speedup {speedup:.3f}x [{figures['ci_low']:.3f}, {figures['ci_high']:.3f}] ({figures['metric']}{bounds})"
+    interval = bounds_text(figures["ci_low"], figures["ci_high"])
+    reason = f"speedup {speedup:.3f}x {interval} ({figures['metric']}{bounds})"
     passed = speedup >= bar and float(figures["ci_low"]) > 1.0
     if not passed:
         reason += f": needs a speedup of at least {bar:g}x with its interval above 1.0x"
+    if figures.get("trials_stop") == FUTILE:
+        reason += (
+            f"; its timing stopped after {figures['trials']} of at most {figures['trials_cap']} trials, "
+            "once no trial to come could show it faster"
+        )
     if "net_speedup" in figures:
         net = figures["net_speedup"]
         reason += (
-            f"; net of start-up {net:.3f}x [{figures['net_ci_low']:.3f}, {figures['net_ci_high']:.3f}]"
+            f"; net of start-up {net:.3f}x {bounds_text(figures['net_ci_low'], figures['net_ci_high'])}"
             if net is not None
             else "; net of start-up: not meaningful (a net time at or below the noise floor)"
         )
