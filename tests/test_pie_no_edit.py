@@ -35,8 +35,20 @@ def test_comments_and_blank_space_make_no_edit(candidate: str) -> None:
         "# -*- coding: latin-1 -*-\n" + SLOW,  # PEP 263: changes how the file is read
         SLOW.replace("for i", "for j").replace("print(i)", "print(j)"),
         SLOW + "print('unclosed\n",  # does not tokenize: only its exact text is the same
+        "# a null byte\0 in a comment\n" + SLOW,  # tokenized, never compiled
     ],
-    ids=["changed", "docstring", "statement", "coding declaration", "renamed", "broken"],
+    ids=["changed", "docstring", "statement", "coding declaration", "renamed", "broken", "null byte"],
 )
 def test_any_change_to_code_is_an_edit(candidate: str) -> None:
     assert python_form(SLOW) != python_form(candidate)
+
+
+def test_a_text_that_does_not_compile_is_only_itself() -> None:
+    # tokenize reads a tab as 8 columns; the interpreter refuses one beside 8 spaces (TabError):
+    # the same tokens, yet one runs and the other does not.
+    spaces = SLOW.replace("    print(i)", "        j = i\n        print(j)")
+    mixed = SLOW.replace("    print(i)", "        j = i\n\tprint(j)")
+    with pytest.raises(TabError):
+        compile(mixed, "prog.py", "exec")
+    assert python_form(spaces)[0] == "tokens"
+    assert python_form(mixed) != python_form(spaces)

@@ -7,7 +7,10 @@ candidate's, runs as they do: their runs are its runs. For Python the rule compa
 and the width of indentation set aside; a coding declaration (PEP 263), which changes how the
 file is read, is kept. C++ is compared as compiled (the same binary is the same program), by
 the caller. Only a program that reads its own source could tell two of one form apart, and
-that code would be in both: the slow program and the target are the dataset's.
+that code would be in both: the slow program and the target are the dataset's. Python's own
+compiler must take the text too: :mod:`tokenize` accepts what the interpreter refuses (tabs and
+spaces mixed ambiguously, a null byte in a comment), so a text that does not compile is only
+itself.
 """
 
 from __future__ import annotations
@@ -24,10 +27,12 @@ LAYOUT = frozenset({tokenize.INDENT, tokenize.DEDENT, tokenize.NEWLINE})
 
 def python_form(code: str) -> tuple[object, ...]:
     """``code`` as the interpreter reads it: its tokens, comments and blank lines left out (two
-    programs of one form are the same code); its whole text where it does not tokenize."""
+    programs of one form are the same code); its whole text where it does not tokenize or
+    compile (compiled only, never run)."""
     try:
         tokens = list(tokenize.generate_tokens(io.StringIO(code).readline))
-    except (tokenize.TokenError, SyntaxError):
+        compile(code, "prog.py", "exec", dont_inherit=True)
+    except (tokenize.TokenError, SyntaxError, ValueError, MemoryError, RecursionError):
         return ("text", code)
     kept = []
     for token in tokens:

@@ -11,8 +11,10 @@ first item does it; the others read the outcome, :meth:`~pytest_codebench.contex
   that fails in the first trial failed its check, in a later one a measuring run;
 - programs of one form (the same text; the same code, comments and blank space aside: Python's
   tokens, C++'s binary, :mod:`.no_edit`) run as one: a candidate of the slow program's form made
-  no edit and is not timed; one of the target's form, or another candidate's, is checked on its
-  own text and has their runs.
+  no edit and is not run (the dataset's code does not read its own source: a text of its form
+  does what it does); one of the target's form has the target's outcome and runs; one of
+  another candidate's form is checked on its own text (a candidate's code might read its
+  source) and has that candidate's runs.
 
 The outcome is plain JSON (it is stored for the row's other items, in other processes): per
 candidate text (its digest), a failure with its log, or its figures.
@@ -157,7 +159,10 @@ def grade_row(sandbox: Sandbox, programs: list[Program], tests: list[int], how: 
     else:
         measured = _counted(sandbox, slow, timed, tests, how.counter)
     for program, same in alias.items():
-        outcomes[digest(program.code)] = _checked(sandbox, program, tests) or _as(same, slow, measured)
+        # The dataset's code does not read its own source: a text of its form runs as it does.
+        # A candidate's code might: a text of its form is checked on its own.
+        checked = _checked(sandbox, program, tests) if same.tag == "candidate" else None
+        outcomes[digest(program.code)] = checked or _as(same, slow, measured)
     row: Figures = {"input_acc": 1.0}
     if target is not None:
         found = measured[digest(target.code)]
