@@ -10,8 +10,10 @@ it means something, and :func:`speedup_figures` all of it as report figures.
 Adaptive trials: :func:`timed_trials` interleaves one trial at a time and stops once the
 bounds of the ratio that matters have decided the question (:func:`decision`: wholly above or
 below every bar that a verdict or a metric compares against, or narrower than a set width),
-else at a cap. Whatever stops it, "above p" is claimed at most 5% of the time where the true
-median ratio is p: the bounds are valid at every look. :func:`trial_figures` and
+else at a cap; or, where ``Stopping.floor`` is set (PIE), once no trial to come could lift the
+ratio above the floor, nor its median (stopping for futility). Whatever stops it, "above p" is
+claimed at most 5% of the time where the true median ratio is p: the bounds are valid at every
+look. :func:`trial_figures` and
 :func:`describe_trials` say how many trials ran, why they stopped, and at what level. Nothing
 here knows a benchmark.
 """
@@ -227,8 +229,9 @@ def decided_after(base: list[float], times: list[float], stopping: Stopping, loo
         found = decision(ratio_interval(slow, fast, looks), stopping)
         if found is not None:
             return found
-    ratios = [s / f for s, f in zip(slow, fast, strict=True)]
-    return FUTILE if stopping.floor is not None and futile(ratios, stopping.floor, looks) else None
+    if stopping.floor is None:
+        return None
+    return FUTILE if futile([s / f for s, f in zip(slow, fast, strict=True)], stopping.floor, looks) else None
 
 
 def timed_trials(
