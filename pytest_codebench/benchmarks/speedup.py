@@ -13,9 +13,8 @@ below every bar that a verdict or a metric compares against, or narrower than a 
 else at a cap; or, where ``Stopping.floor`` is set (PIE), once no trial to come could lift the
 ratio above the floor, nor its median (stopping for futility). Whatever stops it, "above p" is
 claimed at most 5% of the time where the true median ratio is p: the bounds are valid at every
-look. :func:`trial_figures` and
-:func:`describe_trials` say how many trials ran, why they stopped, and at what level. Nothing
-here knows a benchmark.
+look. :func:`trial_figures` and :func:`describe_trials` say how many trials ran, why they
+stopped, and at what level. Nothing here knows a benchmark.
 """
 
 from __future__ import annotations
