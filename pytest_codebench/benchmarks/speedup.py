@@ -134,9 +134,9 @@ def speedup_figures(
     return figures
 
 
-def bounds_text(low: float | None, high: float | None) -> str:
+def bounds_text(low: float | None, high: float | None, places: int = 3) -> str:
     """An interval's ends as a verdict shows them (an unbounded end: inf)."""
-    return "[" + ", ".join("inf" if end is None else f"{end:.3f}" for end in (low, high)) + "]"
+    return "[" + ", ".join("inf" if end is None else f"{end:.{places}f}" for end in (low, high)) + "]"
 
 
 def interval_figures(prefix: str, interval: Interval | None) -> Figures:
@@ -221,16 +221,14 @@ def decided_after(base: list[float], times: list[float], stopping: Stopping, loo
     :func:`decision` on its interval at ``looks`` once enough trials are kept, else
     :data:`FUTILE` where it can no longer pass ``stopping.floor``; None while not adaptive or
     nothing is settled."""
-    slow, fast = base[stopping.ignore : len(times)], times[stopping.ignore :]
-    if not stopping.adaptive or not fast:
+    ratios = [s / f for s, f in zip(base[stopping.ignore : len(times)], times[stopping.ignore :], strict=True)]
+    if not stopping.adaptive or not ratios:
         return None
-    if len(fast) >= max(stopping.min_trials, 1):
-        found = decision(ratio_interval(slow, fast, looks), stopping)
+    if len(ratios) >= max(stopping.min_trials, 1):
+        found = decision(median_bounds(ratios, looks), stopping)  # ratio_interval's, from these ratios
         if found is not None:
             return found
-    if stopping.floor is None:
-        return None
-    return FUTILE if futile([s / f for s, f in zip(slow, fast, strict=True)], stopping.floor, looks) else None
+    return FUTILE if stopping.floor is not None and futile(ratios, stopping.floor, looks) else None
 
 
 def timed_trials(

@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, TypedDict
 
+from ..speedup import bounds_text
+
 
 def row_signal(figures: Mapping[str, Any]) -> tuple[bool, str] | None:
     """Whether the row's target was measurably faster than its slow program, and in words,
@@ -25,7 +27,7 @@ def row_signal(figures: Mapping[str, Any]) -> tuple[bool, str] | None:
     point, low, high = (figures.get(f"reference_{key}") for key in ("speedup", "ci_low", "ci_high"))
     if point is None or low is None:
         return False, "the target was not timed"
-    shown = f"{point:.2f}x [{low:.2f}, {'inf' if high is None else f'{high:.2f}'}]"
+    shown = f"{point:.2f}x {bounds_text(low, high, places=2)}"
     if low > 1.0:
         return True, f"the target is measurably faster here: {shown}"
     return False, f"the target is not measurably faster here: {shown}"

@@ -113,9 +113,9 @@
 
   function versus(canvas, points, names) {
     const values = points.map(function (point) { return [point.x, point.y]; }).flat();
-    const axis = span(values.concat([1]));
-    const low = axis.min, high = axis.max;
     const all = values.concat([1]);
+    const axis = span(all);
+    const low = axis.min, high = axis.max;
     return new Chart(canvas, {
       type: "scatter",
       data: { datasets: [
