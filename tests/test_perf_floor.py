@@ -121,6 +121,7 @@ def test_a_noisy_reference_cannot_be_timed_and_a_quiet_one_is_timed_as_before(py
         assert noisy_figures["perf_skipped"].startswith("cannot time here (the reference against itself spreads")
         assert "speedup" not in noisy_figures
         assert float(noisy_figures["aa_high"]) / float(noisy_figures["aa_low"]) >= 4 / 3
+        assert 5 <= int(noisy_figures["aa_trials"]) <= 8  # at least the first look, at most the cap
     half = perf_packs.figures(run, "Q/1[0]")
     assert 1.6 <= float(half["speedup"]) <= 2.2 and float(half["speedup_low"]) > 1, half
     assert "perf_skipped" not in half and float(half["aa_high"]) / float(half["aa_low"]) < 4 / 3

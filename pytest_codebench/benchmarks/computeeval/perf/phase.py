@@ -3,8 +3,8 @@ against the problem's reference, interleaved, on the GPU held alone.
 
 Performance never changes a correctness outcome: the phase only adds figures (``perf_mode``,
 ``solution_ms``, ``baseline_ms``, ``speedup`` with ``speedup_low``/``speedup_high``, the trials;
-``perf_suspect`` when the speedup is not to be believed; ``aa_low``/``aa_high``: the reference
-against itself, :mod:`perf.floor`). When it cannot measure, ``perf_skipped`` says why when it is
+``perf_suspect`` when the speedup is not to be believed; ``aa_low``/``aa_high``/``aa_trials``: the
+reference against itself, :mod:`perf.floor`). When it cannot measure, ``perf_skipped`` says why when it is
 the machine's or the dataset's doing (no GPU or profiler for the mode, the reference's benchmark
 failing here, an A/A too wide: "cannot time here"), ``perf_failed`` when the solution's own
 benchmark run failed.
@@ -173,7 +173,7 @@ def measure(grading: Grading, host: Host, built: Path) -> dict[str, float | str]
 
 
 def _timed(grading: Grading, host: Host, built: Path, mode: TimingMode, figures: dict[str, float | str]) -> None:
-    """Adds the figures of the A/A (``aa_low``, ``aa_high``), then of the item's timing; for a
+    """Adds the figures of the A/A (``aa_low``, ``aa_high``, ``aa_trials``), then of the item's timing; for a
     solution that is the reference's code, its speedup of exactly 1 (``perf_no_edit``)."""
     record, baseline = grading.case.record, grading.case.record.get("baseline_solution")
     if isinstance(baseline, dict) and same_tree(tree_of(record, baseline), tree_of(record, grading.case.solution)):
@@ -190,7 +190,7 @@ def _timed(grading: Grading, host: Host, built: Path, mode: TimingMode, figures:
         # and the one measuring it holds its own, so the wait always ends.
         held = floor.Plan(mode, profiler, stopping, settings[PERF_WARMUP], lambda _: contextlib.nullcontext(gpu))
         aa = floor.floor(grading, baseline, key, held)
-        figures.update(aa_low=aa["low"], aa_high=aa["high"])
+        figures.update(aa_low=aa["low"], aa_high=aa["high"], aa_trials=aa["trials"])
         why_not = floor.judge(aa["low"], aa["high"], BARS)
         if why_not is not None:
             raise PerfSkipped(why_not)
