@@ -23,7 +23,9 @@ __global__ void add(int *x) { x[threadIdx.x + 1] = 1; }  // one past the end
 int main() { int *x; cudaMalloc(&x, 256 * sizeof(int)); add<<<1, 256>>>(x); cudaDeviceSynchronize(); return 0; }
 CU
 cat > "$work/race.cu" <<'CU'
-__global__ void race(int *x) { __shared__ int s; s = threadIdx.x; x[threadIdx.x] = s; }  // no barrier
+// No barrier: thread i reads the slot thread 255 - i writes, in another warp. (A single shared
+// int written then read by each thread is no race to racecheck: the compiler keeps it in a register.)
+__global__ void race(int *x) { __shared__ int s[256]; s[threadIdx.x] = threadIdx.x; x[threadIdx.x] = s[255 - threadIdx.x]; }
 int main() { int *x; cudaMalloc(&x, 256 * sizeof(int)); race<<<1, 256>>>(x); cudaDeviceSynchronize(); return 0; }
 CU
 cat > "$work/syncdiv.cu" <<'CU'
