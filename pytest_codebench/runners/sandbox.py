@@ -18,8 +18,9 @@ What a sandboxed command gets:
 * for a caller that is root: the uid ``nobody`` (65534) without capabilities and with
   ``no_new_privs``, so root-only files stay unreadable. bwrap itself must run as root to mount
   folders only root can reach (a pyenv under /root), so the command is
-  ``bwrap -> setpriv (drop to nobody) -> unshare -U (its own count of processes) -> prlimit -> clock -> sh``,
-  all ``exec``: bwrap's own two processes are the only ones added. The workspace (and writable
+  ``bwrap -> setpriv (drop to nobody) -> unshare -U (its own count of processes) -> clock -> sh``,
+  all ``exec``: bwrap's own two processes are the only ones added. The clock's bash sets the
+  rlimits (``ulimit``, soft and hard) before anything else; without bash, ``prlimit`` does. The workspace (and writable
   shared folders, once) are handed to nobody before each command, as the docker runner does.
 
 The clock. bwrap takes 5-9 ms to set a sandbox up, which must not count in timed runs (PIE,
@@ -93,12 +94,15 @@ NOBODY = 65534
 SYSTEM_DIRS = ("/usr", "/etc", "/opt")
 # Links to /usr on merged-/usr systems, folders elsewhere.
 ROOT_LINKS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
-# Runs ``sh -c "$1"`` and writes "START END STATUS" to descriptor $2, which sh does not get;
-# bash's own messages ("Segmentation fault") go to /dev/null, the command's stderr to the
-# caller's. Everything else in the sandbox dies before the line is written (module docstring).
+# Sets the rlimits ($3), runs ``sh -c "$1"`` and writes "START END STATUS" to descriptor $2,
+# which sh does not get; bash's own messages ("Segmentation fault") go to /dev/null, the
+# command's stderr to the caller's. Everything else in the sandbox dies before the line is
+# written (module docstring). A limit that cannot be set ends it before the command runs, with
+# bash's message and no time line. The limits are bash's ``ulimit`` rather than a ``prlimit``
+# exec before it: one program fewer to start, about 1.3 ms of every command.
 CLOCK = (
-    'c=$2; exec {err}>&2 2>/dev/null; s=$EPOCHREALTIME; sh -c "$1" 2>&$err {err}>&- {c}>&-; r=$?; '
-    'e=$EPOCHREALTIME; kill -9 -1; echo "$s $e $r" >&$c; exit $r'
+    'ulimit $3 || exit 125; c=$2; exec {err}>&2 2>/dev/null; s=$EPOCHREALTIME; sh -c "$1" 2>&$err {err}>&- {c}>&-; '
+    'r=$?; e=$EPOCHREALTIME; kill -9 -1; echo "$s $e $r" >&$c; exit $r'
 )
 CLOCK_LINE = re.compile(rb"(\d+)\.(\d{6}) (\d+)\.(\d{6}) (\d+)\n")
 
@@ -119,6 +123,13 @@ class Limits:
         argv += [f"--as={self.memory}"] if self.memory else []
         argv += [f"--cpu={self.cpu}"] if self.cpu else []
         return [*argv, "--"]
+
+    def ulimit(self) -> str:
+        """The same limits as bash's ``ulimit`` options (soft and hard; sizes in KiB, rounded
+        down: never more than asked)."""
+        options = f"-u {self.pids} -c 0 -f {self.max_file // 1024}"
+        options += f" -v {self.memory // 1024}" if self.memory else ""
+        return options + (f" -t {self.cpu}" if self.cpu else "")
 
 
 class Mounts:
@@ -205,6 +216,7 @@ class Plan:
     chain: tuple[str, ...]
     mounts_made: tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]  # bound, made, masked
     clocked: bool
+    limits: str  # the clock's ulimit options (clocked only; else prlimit in the chain)
     user: int | None  # the uid the workspace is handed to (a root caller), else None
 
     def shown(self) -> list[str]:
@@ -212,7 +224,7 @@ class Plan:
         return [path for path in self.mounts_made[0] if not os.path.islink(path)]
 
     def argv(self, command: str, cwd: Path, clock_fd: int, extra: Mounts) -> list[str]:
-        tail = [command, str(clock_fd)] if self.clocked else ["sh", "-c", command]
+        tail = [command, str(clock_fd), self.limits] if self.clocked else ["sh", "-c", command]
         return [*self.head, *extra.argv, "--chdir", str(cwd), "--", *self.chain, *tail]
 
     def mounts(self, cwd: Path, toolchain: str | None, shared: Mapping[Path, bool]) -> Mounts:
@@ -240,16 +252,15 @@ def plan(settings: Settings, bwrap: str, run_dir: Path | None = None) -> Plan:
         # namespace of its own so that its process limit counts its own processes only.
         chain += ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--no-new-privs"]
         chain += ["--inh-caps=-all", "--bounding-set=-all", "--", "unshare", "--user", "--map-current-user", "--"]
-    chain += Limits.of(settings).prlimit()
-    bash = shutil.which("bash")
-    clocked = bash is not None
-    if clocked:
-        chain += ["bash", "--noprofile", "--norc", "-c", CLOCK, "clock"]
+    limits = Limits.of(settings)
+    clocked = shutil.which("bash") is not None
+    chain += ["bash", "--noprofile", "--norc", "-c", CLOCK, "clock"] if clocked else limits.prlimit()
     return Plan(
         tuple(head),
         tuple(chain),
         (tuple(mounts.bound), tuple(mounts.made), tuple(mounts.masked)),
         clocked,
+        limits.ulimit(),
         NOBODY if root else None,
     )
 
@@ -352,7 +363,8 @@ def probe(sandbox_plan: Plan) -> str | None:
 
 
 def missing_tools(root: bool) -> list[str]:
-    tools = ["bwrap", "prlimit", *(["setpriv", "unshare"] if root else [])]
+    # prlimit sets the limits only where no bash can (Plan.limits).
+    tools = ["bwrap", *(["setpriv", "unshare"] if root else []), *([] if shutil.which("bash") else ["prlimit"])]
     return [tool for tool in tools if shutil.which(tool) is None]
 
 
