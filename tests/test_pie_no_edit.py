@@ -52,3 +52,11 @@ def test_a_text_that_does_not_compile_is_only_itself() -> None:
         compile(mixed, "prog.py", "exec")
     assert python_form(spaces)[0] == "tokens"
     assert python_form(mixed) != python_form(spaces)
+
+
+def test_a_comment_the_declared_encoding_cannot_hold_is_an_edit() -> None:
+    # The interpreter reads the file's bytes as its PEP 263 line says; tokenize reads the text.
+    ascii_slow = "# coding: ascii\n" + SLOW
+    assert python_form(ascii_slow + "# plain\n") == python_form(ascii_slow)
+    assert python_form(ascii_slow + "# caf\u00e9\n") != python_form(ascii_slow)
+    assert python_form(SLOW + "# caf\u00e9\n") == python_form(SLOW)  # UTF-8, the default, holds it

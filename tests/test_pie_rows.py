@@ -5,6 +5,7 @@ faster here?) said per row and counted in the summary, the JSON report and PIE's
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any
 
 import pytest
@@ -125,6 +126,26 @@ def test_a_candidate_that_only_changes_comments_made_no_edit(pytester: pytest.Py
     commented_rename = run.items["p1/s1[5]"]["properties"]
     assert commented_rename["speedup"] == renamed_timed["speedup"]
     assert commented_rename["timed_as"] == "another candidate's code, comments and blank space aside: its runs"
+
+
+# "1if" is "1 if" to tokenize: a warning to the harness's Python, an error under -W error.
+SLOW_IF = SLOW.replace("total += i", "total += i * 1 if i else 0")
+
+
+def test_a_candidate_the_programs_interpreter_refuses_runs_though_it_reads_as_the_slow_program(
+    pytester: pytest.Pytester, pie: PieRun
+) -> None:
+    # The harness's Python is not the programs' interpreter (another version, other flags): a
+    # text of the slow program's form to the one may not compile in the other. It runs, and fails.
+    references = [
+        {"problem_id": "p1", "submission_id_v0": "s1", "language": "python", "input": SLOW_IF, "target": FAST}
+    ]
+    answers = [SLOW_IF + "# a comment\n", SLOW_IF.replace("1 if", "1if")]
+    config = write_pie(pytester.path, [{"input": SLOW_IF, "generated_answers": answers}], references)
+    run = pie(config, "--codebench-python", f"{sys.executable} -W error")
+    assert categories(run) == {"p1/s1[0]": "not_faster", "p1/s1[1]": "runtime_error"}
+    assert "the slow program's code, comments and blank space aside: no edit" in run.items["p1/s1[0]"]["message"]
+    assert "invalid decimal literal" in run.items["p1/s1[1]"]["message"]
 
 
 def test_a_slower_candidate_stops_once_no_trial_to_come_could_show_it_faster(

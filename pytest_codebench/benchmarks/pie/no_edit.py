@@ -8,9 +8,11 @@ and the width of indentation set aside; a coding declaration (PEP 263), which ch
 file is read, is kept. C++ is compared as compiled (the same binary is the same program), by
 the caller. Only a program that reads its own source could tell two of one form apart, and
 that code would be in both: the slow program and the target are the dataset's. Python's own
-compiler must take the text too: :mod:`tokenize` accepts what the interpreter refuses (tabs and
-spaces mixed ambiguously, a null byte in a comment), so a text that does not compile is only
-itself.
+compiler must take the text too, as the file the interpreter reads (UTF-8 bytes, read as a
+PEP 263 line says): :mod:`tokenize` accepts what the interpreter refuses (tabs and spaces mixed
+ambiguously, a null byte in a comment, a comment the declared encoding cannot hold), so a text
+that does not compile is only itself. The harness's Python is not the programs' interpreter
+(another version may refuse what this one takes): the caller asks that one too.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from __future__ import annotations
 import io
 import re
 import tokenize
+import warnings
 
 # PEP 263: a comment on line 1 or 2 matching this sets the file's encoding.
 CODING = re.compile(r"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
@@ -31,7 +34,9 @@ def python_form(code: str) -> tuple[object, ...]:
     compile (compiled only, never run)."""
     try:
         tokens = list(tokenize.generate_tokens(io.StringIO(code).readline))
-        compile(code, "prog.py", "exec", dont_inherit=True)
+        with warnings.catch_warnings():  # the interpreter's warnings are its own to show
+            warnings.simplefilter("ignore")
+            compile(code.encode(), "prog.py", "exec", dont_inherit=True)
     except (tokenize.TokenError, SyntaxError, ValueError, MemoryError, RecursionError):
         return ("text", code)
     kept = []

@@ -12,7 +12,9 @@ first item does it; the others read the outcome, :meth:`~pytest_codebench.contex
 - programs of one form (the same text; the same code, comments and blank space aside: Python's
   tokens, C++'s binary, :mod:`.no_edit`) run as one: a candidate of the slow program's form made
   no edit and is not run (the dataset's code does not read its own source: a text of its form
-  does what it does); one of the target's form has the target's outcome and runs; one of
+  does what it does); one of the target's form has the target's outcome and runs (a Python
+  text of either form only once the programs' interpreter, not only the harness's Python, has
+  compiled it: else it is only itself, and runs); one of
   another candidate's form is checked on its own text (a candidate's code might read its
   source) and has that candidate's runs.
 
@@ -150,6 +152,8 @@ def grade_row(sandbox: Sandbox, programs: list[Program], tests: list[int], how: 
             outcomes[digest(program.code)] = {"failure": failed, "accuracy": 0.0, "no_edit": None, "figures": {}}
             continue
         same = forms.setdefault(_form(sandbox, program), program)
+        if same.tag != "candidate" and program.language == "python" and not sandbox.compiles(program):
+            same = program  # the programs' interpreter refuses what the harness's Python read as the dataset's code
         if same is program:
             timed.append(program)
         else:

@@ -57,6 +57,8 @@ COUNTERS = {
 SUPERVISOR = base64.b64encode(zlib.compress((Path(__file__).parent / "supervise.py").read_bytes(), 9)).decode()
 MARK = "==codebench== supervisor"
 PRIVATE_PIDS = 100
+# What Sandbox.compiles runs: the file compiled as the interpreter would read it to run it.
+COMPILE = "import sys; compile(open(sys.argv[1], 'rb').read(), sys.argv[1], 'exec', dont_inherit=True)"
 # A counted run is this many times slower than a plain one (callgrind's worst case).
 COUNTED_SLOWDOWN = 100
 ENV = {"PYTHONHASHSEED": "0"}
@@ -154,6 +156,12 @@ class Sandbox:
             return dataclasses.replace(result, exit_code=1, output=result.output + "\nno binary (or one too large)\n")
         self.runnable[program] = Runnable("prog", binary, 0o755)
         return result
+
+    def compiles(self, program: Program) -> bool:
+        """Whether the programs' interpreter compiles ``program``'s file (compiled, never run)."""
+        with self.folder([self.runnable[program]]) as folder:
+            command = f"{self.launch.python} -c {shlex.quote(COMPILE)} {program.name}"
+            return self.runner.run(command, cwd=folder, timeout=self.launch.max_time, env=ENV).ok
 
     @contextlib.contextmanager
     def folder(self, files: list[Runnable]) -> Iterator[Path]:
