@@ -20,8 +20,9 @@ What a sandboxed command gets:
   folders only root can reach (a pyenv under /root), so the command is
   ``bwrap -> setpriv (drop to nobody) -> unshare -U (its own count of processes) -> clock -> sh``,
   all ``exec``: bwrap's own two processes are the only ones added. The clock's bash sets the
-  rlimits (``ulimit``, soft and hard) before anything else; without bash, ``prlimit`` does. The workspace (and writable
-  shared folders, once) are handed to nobody before each command, as the docker runner does.
+  rlimits (``ulimit``, soft and hard) before anything else; without bash, ``prlimit`` does.
+  The workspace (and writable shared folders, once) are handed to nobody before each command,
+  as the docker runner does.
 
 The clock. bwrap takes 5-9 ms to set a sandbox up, which must not count in timed runs (PIE,
 performance). ``RunResult.seconds`` is therefore the command's own wall time, clocked by a bash
@@ -99,7 +100,7 @@ ROOT_LINKS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 # command's stderr to the caller's. Everything else in the sandbox dies before the line is
 # written (module docstring). A limit that cannot be set ends it before the command runs, with
 # bash's message and no time line. The limits are bash's ``ulimit`` rather than a ``prlimit``
-# exec before it: one program fewer to start, about 1.3 ms of every command.
+# exec before it: one program fewer to start in every command (about a millisecond).
 CLOCK = (
     'ulimit $3 || exit 125; c=$2; exec {err}>&2 2>/dev/null; s=$EPOCHREALTIME; sh -c "$1" 2>&$err {err}>&- {c}>&-; '
     'r=$?; e=$EPOCHREALTIME; kill -9 -1; echo "$s $e $r" >&$c; exit $r'

@@ -3,11 +3,11 @@ against the problem's reference, interleaved, on the GPU held alone.
 
 Performance never changes a correctness outcome: the phase only adds figures (``perf_mode``,
 ``solution_ms``, ``baseline_ms``, ``speedup`` with ``speedup_low``/``speedup_high``, the trials;
-``perf_suspect`` when the speedup is not to be believed; ``aa_low``/``aa_high``/``aa_trials``: the
-reference against itself, :mod:`perf.floor`). When it cannot measure, ``perf_skipped`` says why when it is
-the machine's or the dataset's doing (no GPU or profiler for the mode, the reference's benchmark
-failing here, an A/A too wide: "cannot time here"), ``perf_failed`` when the solution's own
-benchmark run failed.
+``perf_suspect`` when the speedup is not to be believed; ``aa_low``/``aa_high``/``aa_trials``:
+the reference against itself, :mod:`perf.floor`). When it cannot measure, ``perf_skipped`` says
+why when it is the machine's or the dataset's doing (no GPU or profiler for the mode, the
+reference's benchmark failing here, an A/A too wide: "cannot time here"), ``perf_failed`` when
+the solution's own benchmark run failed.
 
 The reference is built once per run for every sample and xdist worker (per runner, machine and
 problem: :func:`reference.reference_key`). A solution that is the reference's code, up to
@@ -173,8 +173,8 @@ def measure(grading: Grading, host: Host, built: Path) -> dict[str, float | str]
 
 
 def _timed(grading: Grading, host: Host, built: Path, mode: TimingMode, figures: dict[str, float | str]) -> None:
-    """Adds the figures of the A/A (``aa_low``, ``aa_high``, ``aa_trials``), then of the item's timing; for a
-    solution that is the reference's code, its speedup of exactly 1 (``perf_no_edit``)."""
+    """Adds the figures of the A/A (``aa_low``, ``aa_high``, ``aa_trials``), then of the item's
+    timing; for a solution that is the reference's code, its speedup of exactly 1 (``perf_no_edit``)."""
     record, baseline = grading.case.record, grading.case.record.get("baseline_solution")
     if isinstance(baseline, dict) and same_tree(tree_of(record, baseline), tree_of(record, grading.case.solution)):
         figures.update(speedup=1.0, speedup_low=1.0, speedup_high=1.0, perf_no_edit=NO_EDIT)
