@@ -15,7 +15,9 @@ claim; the rule promises each at most 5% of the time.
 
 Preparation and the device call: as bench/computeeval_gpu.py's docstring says (its wheels in
 .whl, carried). Each plugin run is stopped at the --deadline (seconds from the start), and the
-figures are saved to --state after each, so a device command cut short keeps what it measured.
+figures are saved to --state after each, so a device command cut short keeps what it measured;
+a run stopped at the deadline gives nothing. On an H200, CUPTI took 196 s for 2 problems a
+mode, and ncu gave no result for 1 a mode within 350 s (bench/results/computeeval_gpu_aa-h200.txt).
 """
 
 from __future__ import annotations
