@@ -119,28 +119,33 @@ def select(pack: Path, groups: tuple[str, ...], folder: Path, limit: int | None 
     problems."""
     metadata, lines = read_pack(pack)
     chosen = [line for line in lines if json.loads(line).get("group") in groups][:limit]
+    solutions = [json.loads(line)["baseline_solution"] for line in chosen]
+    about = {"description": "the references, for bench/computeeval_gpu.py", "groups": list(groups)}
+    problems, references = write_packs(folder / "+".join(groups), metadata, chosen, solutions, about)
+    return problems, references, len(chosen)
+
+
+def write_packs(
+    stem: Path, metadata: dict[str, Any], chosen: list[bytes], solutions: list[Any], about: dict[str, Any]
+) -> tuple[Path, Path]:
+    """``stem``-problems.tar.gz of the ``chosen`` problem lines (``metadata`` narrowed to them)
+    and ``stem``-solutions.tar.gz of ``solutions`` (its metadata: the release, ``about``)."""
     ids = [json.loads(line)["task_id"] for line in chosen]
     hashes = {i: h for i, h in (metadata.get("task_id_hashes") or {}).items() if i in ids}
     meta = {**metadata, "total_count": len(chosen), "task_id_hashes": hashes}
     problems = write_pack(
-        folder / f"{'+'.join(groups)}-problems.tar.gz",
+        stem.with_name(f"{stem.name}-problems.tar.gz"),
         {"metadata.json": json.dumps(meta).encode(), "problems.jsonl": b"\n".join(chosen) + b"\n"},
     )
-    solutions = [json.loads(line)["baseline_solution"] for line in chosen]
-    solution_meta = {
-        "release": metadata.get("release"),
-        "total_count": len(solutions),
-        "description": "the references, for bench/computeeval_gpu.py",
-        "groups": list(groups),
-    }
-    references = write_pack(
-        folder / "references-solutions.tar.gz",
+    solution_meta = {"release": metadata.get("release"), "total_count": len(solutions), **about}
+    answers = write_pack(
+        stem.with_name(f"{stem.name}-solutions.tar.gz"),
         {
             "metadata.json": json.dumps(solution_meta).encode(),
             "solutions.jsonl": b"".join(json.dumps(s).encode() + b"\n" for s in solutions),
         },
     )
-    return problems, references, len(chosen)
+    return problems, answers
 
 
 def plugin_command(dataset: Path, report: Path, args: argparse.Namespace, extra: list[str]) -> list[str]:

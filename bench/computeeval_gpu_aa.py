@@ -33,10 +33,21 @@ import time
 from pathlib import Path
 from typing import Any
 
-from computeeval_gpu import machine, problems_pack, read_pack, write_pack  # bench/ is on sys.path
+from computeeval_gpu import machine, problems_pack, read_pack, write_packs  # bench/ is on sys.path
 
 MODES = ("kernels", "region")
-FIGURES = ("perf_mode", "trials", "trials_stop", "speedup", "speedup_low", "speedup_high", "aa_low", "aa_high")
+FIGURES = (
+    "perf_mode",
+    "trials",
+    "trials_stop",
+    "speedup",
+    "speedup_low",
+    "speedup_high",
+    "aa_low",
+    "aa_high",
+    "aa_trials",
+)
+WHY = ("perf_skipped", "perf_failed", "perf_suspect")
 # A statement that does nothing, appended after the includes: an edit (perf/no_edit.py compares
 # code lines), so the solution is timed.
 NOOP = "\nstatic const int codebench_aa_unused_ = 0;\n"
@@ -56,28 +67,14 @@ def packs(pack: Path, per_mode: int, folder: Path) -> tuple[Path, Path, list[str
             and (record.get("timing_mode") or {}).get("type") == mode
         ][:per_mode]
     records = [json.loads(line) for line in chosen]
-    ids = [record["task_id"] for record in records]
-    hashes = {i: h for i, h in (metadata.get("task_id_hashes") or {}).items() if i in ids}
-    meta = {**metadata, "total_count": len(chosen), "task_id_hashes": hashes}
-    problems = write_pack(
-        folder / "aa-problems.tar.gz",
-        {"metadata.json": json.dumps(meta).encode(), "problems.jsonl": b"\n".join(chosen) + b"\n"},
-    )
     solutions = []
     for record in records:
         solution = dict(record["baseline_solution"])
         first, *rest = solution["files"]
         solution["files"] = [{**first, "content": first["content"] + NOOP}, *rest]
         solutions.append(solution)
-    solution_meta = {"release": metadata.get("release"), "total_count": len(solutions), "description": "A/A"}
-    answers = write_pack(
-        folder / "aa-solutions.tar.gz",
-        {
-            "metadata.json": json.dumps(solution_meta).encode(),
-            "solutions.jsonl": b"".join(json.dumps(s).encode() + b"\n" for s in solutions),
-        },
-    )
-    return problems, answers, ids
+    problems, answers = write_packs(folder / "aa", metadata, chosen, solutions, {"description": "A/A"})
+    return problems, answers, [record["task_id"] for record in records]
 
 
 def run(profiler: str, problems: Path, answers: Path, folder: Path, args: argparse.Namespace) -> dict[str, Any]:
@@ -105,12 +102,8 @@ def run(profiler: str, problems: Path, answers: Path, folder: Path, args: argpar
                 "task_id": item["task_id"],
                 "status": item["status"],
                 "reason": (item.get("reason") or "")[:300],
-                **{key: item["figures"][key] for key in (*FIGURES, "aa_trials") if key in item["figures"]},
-                **{
-                    key: str(item["figures"][key])[:300]
-                    for key in ("perf_skipped", "perf_failed", "perf_suspect")
-                    if key in item["figures"]
-                },
+                **{key: item["figures"][key] for key in FIGURES if key in item["figures"]},
+                **{key: str(item["figures"][key])[:300] for key in WHY if key in item["figures"]},
             }
             for item in items
         ],
@@ -141,8 +134,8 @@ def summary(state: dict[str, Any]) -> list[str]:
                 f" false faster {faster}, false slower {slower}"
             )
         for item in result["items"]:
-            shown = {key: item[key] for key in (*FIGURES[1:], "aa_trials") if key in item}
-            why = {key: item[key] for key in ("perf_skipped", "perf_failed", "perf_suspect") if key in item}
+            shown = {key: item[key] for key in FIGURES[1:] if key in item}
+            why = {key: item[key] for key in WHY if key in item}
             lines.append(f"    {item['task_id']:10} {item['status']:8} {item.get('perf_mode', '-'):8} {shown} {why}")
             if item["status"] != "passed":
                 lines.append(f"      {item['reason']}")
