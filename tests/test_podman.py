@@ -27,7 +27,7 @@ from test_sample import EXPECTED
 
 from pytest_codebench.runners.docker import DockerRunner
 from pytest_codebench.runners.docker_engine import engine_id
-from pytest_codebench.runners.podman import is_podman, is_rootless
+from pytest_codebench.runners.podman import container_limits, is_podman, is_rootless
 
 # The base image has no compiler: the build says where it ran, and fails.
 IMAGE_BUILD = 'test -x /usr/bin/timeout && ! command -v cc && echo "in the problem\'s image"; exit 1'
@@ -56,6 +56,7 @@ def podman_socket(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     try:
         client = _answering(url, service)
         _load_base(podman, client)
+        _starts_a_container(client)
         client.close()
         yield url
     finally:
@@ -89,6 +90,21 @@ def _load_base(podman: str, client: docker.DockerClient) -> None:
     if saved.returncode != 0:
         _unavailable(f"cannot copy {packs.DOCKER_BASE} from Docker into podman: {saved.stderr.decode()[-500:]}")
     subprocess.run([podman, "load"], input=saved.stdout, capture_output=True, check=True)
+
+
+def _starts_a_container(client: docker.DockerClient) -> None:
+    """The probe does what the tests need: a container of the base image runs a command, with the
+    limits the runner gives podman's containers. A service that answers may still be unable to:
+    crun on a host whose cgroups it cannot use says "cgroups in hybrid mode not supported" only
+    when a container starts (scripts/podman-setup.sh makes runc podman's runtime there)."""
+    try:
+        output = client.containers.run(
+            packs.DOCKER_BASE, ["echo", "probe"], remove=True, ulimits=container_limits(podman=True)
+        )
+    except docker.errors.DockerException as exc:
+        _unavailable(f"podman cannot start a container here: {exc}")
+    if output.strip() != b"probe":
+        _unavailable(f"podman's probe container said {output!r}, not 'probe'")
 
 
 @pytest.fixture
