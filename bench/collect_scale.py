@@ -12,7 +12,8 @@
 2. A re-run served wholly from the verdict store: ``--rerun`` tasks (and twice as many) graded
    once to fill a store, then graded again, every verdict from the store (checked in the JSON
    report), against pytest running as many plain tests that do nothing. Per item beyond fixed
-   costs: (T(2N) - T(N)) / N.
+   costs: (T(2N) - T(N)) / N. The tasks are bench/overhead.py's (a ``cuda_python`` test script
+   that does nothing, under the main guard's Python runner); every run must pass every item.
 
 Rounds are interleaved and every ratio is the median of the rounds' own ratios: on a shared
 machine the speed drifts between rounds more than between neighbours. ``--against PYTHON``
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import statistics
 import subprocess
 import sys
@@ -32,7 +34,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from overhead import problems  # the same trivial tasks (run as python bench/...: bench/ is on sys.path)
+# The same trivial tasks (run as python bench/...: bench/ is on sys.path).
+from overhead import passed_all, problems, python_first
 
 PLAIN = """\
 import pytest
@@ -54,13 +57,19 @@ def solutions(path: Path, tasks: int, samples: int) -> Path:
     return path
 
 
-def timed(command: list[str], cwd: Path, expected: str) -> float:
+def timed(command: list[str], cwd: Path, expected: int, collect: bool = False) -> float:
+    """Seconds ``command`` took; it must collect (``collect``) or pass exactly ``expected`` items."""
     started = time.perf_counter()
     done = subprocess.run(command, cwd=cwd, capture_output=True, text=True)
     elapsed = time.perf_counter() - started
     last = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
-    if done.returncode != 0 or expected not in last:
-        sys.exit(f"{' '.join(command)} failed, or its summary is not {expected!r}:\n{done.stdout[-2000:]}{done.stderr}")
+    why = f"exit status {done.returncode}" if done.returncode != 0 else None
+    if why is None and collect and not re.match(rf"{expected} tests? collected\b", last):
+        why = f"its summary is not {expected} collected"
+    if why is None and not collect:
+        why = passed_all(done.stdout, expected)
+    if why is not None:
+        sys.exit(f"{' '.join(command)} failed ({why}):\n{done.stdout[-2000:]}{done.stderr}")
     return elapsed
 
 
@@ -102,7 +111,7 @@ def collection(args: argparse.Namespace, base: Path) -> None:
     seconds: dict[str, list[float]] = {name: [] for name in runs}
     for _ in range(args.rounds):
         for name, (command, cwd, expected) in runs.items():
-            seconds[name].append(timed(command, cwd, f"{expected} test"))
+            seconds[name].append(timed(command, cwd, expected, collect=True))
     median = {name: statistics.median(values) for name, values in seconds.items()}
     per_plugin = (median["plugin"] - median["plugin1"]) / (count - 1)
     per_plain = (median["pytest"] - median["pytest1"]) / (count - 1)
@@ -137,18 +146,18 @@ def rerun(args: argparse.Namespace, base: Path) -> None:
         command = [sys.executable, *COMMON, "--codebench=computeeval", f"--codebench-dataset={sizes[n]}"]
         command += ["--codebench-run-without-gpu", "--codebench-sandbox=none", f"--codebench-cache-dir={cache}"]
         command += [f"--codebench-run-dir={base / 'runs'}", f"--codebench-report={report}"]
-        seconds = timed(command, base, f"{n} passed")
+        seconds = timed(command, base, n)
         all_from_the_store(report, n)
         return seconds
 
     folders = {n: plain_test(base / f"plain-run-{n}", n) for n in sizes}
 
     def plain(n: int) -> float:
-        return timed([sys.executable, *COMMON, "test_plain.py"], folders[n], f"{n} passed")
+        return timed([sys.executable, *COMMON, "test_plain.py"], folders[n], n)
 
     fill = [sys.executable, *COMMON, "--codebench=computeeval", f"--codebench-dataset={sizes[2 * count]}"]
     fill += ["--codebench-run-without-gpu", "--codebench-sandbox=none", f"--codebench-cache-dir={cache}"]
-    timed([*fill, f"--codebench-run-dir={base / 'runs'}"], base, f"{2 * count} passed")
+    timed([*fill, f"--codebench-run-dir={base / 'runs'}"], base, 2 * count)
     per: dict[str, list[float]] = {"plugin": [], "pytest": []}
     ways: dict[str, Callable[[int], float]] = {"plugin": plugin, "pytest": plain}
     for _ in range(args.rounds):
@@ -169,6 +178,7 @@ def main() -> None:
     parser.add_argument("--against", help="the Python of another environment whose plugin collects side by side")
     parser.add_argument("--profile", metavar="PATH", help="also write a cProfile of one plugin collection there")
     args = parser.parse_args()
+    python_first()
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)
         collection(args, base)

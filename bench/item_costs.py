@@ -4,7 +4,8 @@
 
 Loaded before the codebench plugin configures itself, it wraps the functions that do each part
 of an item's work (the commands, the runner around them, the workspace, the logs, the quota
-watcher, the verdict store, the build slots, the report hooks) and the item's pytest phases,
+watcher, the verdict store, the build slots, the report hooks, the main guard, the link check
+and the canary run's own logic) and the item's pytest phases,
 and writes each part's *own* time (its time less that of the parts it called) per item, so
 that the parts add up to the whole item protocol. What is left to the protocol itself is
 pytest's: its runner, fixtures, reports, capture and logging. ``bench/overhead.py
@@ -31,6 +32,7 @@ import pytest
 
 from pytest_codebench import fixtures, grading, session
 from pytest_codebench.benchmarks.computeeval import benchmark as computeeval
+from pytest_codebench.benchmarks.computeeval.guard import canary, link, main_guard, pycanary
 from pytest_codebench.once import SlotPool
 from pytest_codebench.runners import local, quota
 from pytest_codebench.sweeps import reuse, store
@@ -48,6 +50,14 @@ PARTS: dict[str, list[tuple[Any, str]]] = {
     "workspace removed": [(fixtures, "remove_tree")],
     "logs": [(grading.Grading, "log")],
     "grading logic (ComputeEval)": [(computeeval.ComputeEval, "grade")],
+    "main guard (its nonce, runner script, records)": [
+        (main_guard, "build"),
+        (main_guard, "python_runner"),
+        (main_guard, "wrap"),
+        (main_guard, "read_records"),
+    ],
+    "link check": [(link, "check")],
+    "canary run (its own logic and workspace)": [(canary, "check"), (pycanary, "check")],
     "verdict store and dedup": [(reuse.Reuse, "verdict"), (store.VerdictStore, "get"), (store.VerdictStore, "put")],
     "report hooks (JUnit properties, tallies)": [
         (session, "junit_properties"),

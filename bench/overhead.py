@@ -3,22 +3,32 @@
     python bench/overhead.py [--tasks 300] [--collect 10000] [--rounds 5] [--store] [--breakdown]
                              [--against PYTHON] [--profile PATH]
 
-Grading: N trivial tasks (build and test commands that do nothing, ``true``) through
-``pytest --codebench=computeeval`` against a bare loop doing the same work: a fresh
-workspace of the task's 3 files and two ``sh -c true`` (what any harness must do; NVIDIA's
-does). The tasks are ``cuda_python`` ones, whose test command runs as it is: a ``cuda_cpp``
-test must prove through the main guard that a program's main returned 0, which ``true``
-cannot, and its failure would grade the reference too. Fixed costs (interpreter and pytest
-start-up) cancel out by timing two sizes: per item = (T(2N) - T(N)) / N. Each plugin run has
-a run folder of its own (under the default one, each run removes the logs of the run ten runs
-back: a cost of keeping ten runs, not of grading this one's items).
+Grading: N trivial tasks through ``pytest --codebench=computeeval`` against a bare loop doing
+the same work: a fresh workspace of the task's 3 files, its build command (``true``) and its
+test command (``python3 test/test_main.py``, a script that does nothing), each through
+``sh -c`` (what any harness must do; NVIDIA's does). The tasks are ``cuda_python`` ones, the
+lightest a real problem can be: the plugin runs a Python test's script under the main guard's
+Python runner (``python3`` in the command is a shell function that starts the script under
+``guard/pyrunner.py``), whose records prove the script ran to its end; a test command that
+starts no ``python``/``python3`` script proves nothing and is refused (tampered, and so is the
+reference: every item would be skipped). A passing item also pays for its canary run
+(``guard/pycanary.py``: a fresh workspace, the build and the test once more), the plugin's
+own cost, shown apart against twice the bare loop. The interpreter running this script is
+first on ``PATH`` for every way (:func:`python_first`): ``python3`` is then the same program
+everywhere, never a tool manager's shim (pyenv's added 70 ms to each start where this was
+measured). Fixed costs
+(interpreter and pytest start-up) cancel out by timing two sizes: per item = (T(2N) - T(N)) / N.
+Each plugin run has a run folder of its own (under the default one, each run removes the logs
+of the run ten runs back: a cost of keeping ten runs, not of grading this one's items), and
+must pass every item (any skip or failure stops the bench: it would time nothing).
 
 Side by side, each way timed next to the others in every round:
 
 - the headline, unconfined: the plugin with ``--codebench-sandbox none`` against the bare
-  loop (``subprocess.run(["sh", "-c", "true"])``), both starting commands as this machine's
-  user; and pytest itself running the bare loop's work as one parametrized test an item,
-  which splits the plugin's cost into pytest's own share and the plugin's;
+  loop (``subprocess.run(["/bin/sh", "-c", COMMAND])`` for the build and the test commands),
+  both starting commands as this machine's user; and pytest itself running the bare loop's
+  work as one parametrized test an item, which splits the plugin's cost into pytest's own
+  share and the plugin's;
 - sandboxed (where bwrap runs here): the plugin with its default sandbox against the local
   runner alone, in a loop doing the same workspace and the same two commands: the sandbox's
   own cost (``bench/sandbox_overhead.py``) is on both sides, what is left is the plugin's.
@@ -33,8 +43,9 @@ DIR`` there), that plugin is timed too, interleaved, and both are printed with t
 ``--store`` also times the plugin with its verdict store on (the default) and empty, so that
 every verdict is graded and written. ``--breakdown`` prints where an unconfined item's time
 goes, part by part (the commands, the runner around them, the workspace, logs, quota, store,
-locks, report hooks, and what is left to pytest's own item protocol: bench/item_costs.py).
-``--profile PATH`` writes a cProfile of one unconfined plugin run of N tasks.
+locks, report hooks, the main guard, the canary run, and what is left to pytest's own item
+protocol: bench/item_costs.py). ``--profile PATH`` writes a cProfile of one unconfined plugin
+run of N tasks.
 """
 
 from __future__ import annotations
@@ -42,6 +53,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import resource
 import shutil
 import statistics
@@ -57,28 +69,63 @@ from pytest_codebench.context import RunContext
 from pytest_codebench.options import Settings
 from pytest_codebench.runners.local import LocalRunner, sandbox_state
 
+# A trivial task: its files (a context header, the solution, the test script) and commands. The
+# test command starts a Python script that does nothing, so that the main guard's Python runner
+# has a script to vouch for (a command that starts none is refused: tampered).
+CONTEXT, SOLUTION, TEST = "include/x.h", "solution.py", "test/test_main.py"
+FILES = {CONTEXT: "int x;\n", SOLUTION: "\n", TEST: "pass\n"}
+BUILD = "true"
+TEST_COMMAND = f"python3 {TEST}"
+COMMANDS = (BUILD, TEST_COMMAND)
+
 
 def problems(path: Path, count: int, *, baseline: bool = True) -> Path:
-    """``count`` tasks whose commands do nothing (``cuda_python``: its test runs as it is, with
-    no main guard), each with a reference answer unless not ``baseline``. The other benches of
-    per-item cost (collect_scale.py, store.py) grade the same."""
+    """``count`` trivial ``cuda_python`` tasks (:data:`FILES`, :data:`COMMANDS`), each with a
+    reference answer unless not ``baseline``. The other benches of per-item cost
+    (collect_scale.py, store.py) grade the same; run them with :func:`python_first`."""
     with path.open("w") as out:
         for index in range(count):
             record = {
                 "task_id": f"B/{index}",
                 "type": "cuda_python",
                 "group": "bench",
-                "context_files": [{"path": "include/x.h", "content": "int x;\n"}],
-                "test_files": [{"path": "test/test_main.py", "content": "pass\n"}],
-                "build_command": "true",
-                "test_command": "true",
+                "context_files": [{"path": CONTEXT, "content": FILES[CONTEXT]}],
+                "test_files": [{"path": TEST, "content": FILES[TEST]}],
+                "build_command": BUILD,
+                "test_command": TEST_COMMAND,
                 "timeout_seconds": 30,
             }
             if baseline:
-                files = [{"path": "solution.py", "content": "\n"}]
+                files = [{"path": SOLUTION, "content": FILES[SOLUTION]}]
                 record["baseline_solution"] = {"task_id": f"B/{index}", "files": files}
             out.write(json.dumps(record) + "\n")
     return path
+
+
+def python_first() -> None:
+    """The folder of the interpreter running this first on ``PATH``, for this process and every
+    one it starts: the tasks' ``python3`` is then this interpreter (never a tool manager's
+    shim, which costs more than the script), the same for the plugin and the loops beside it."""
+    folder = os.path.dirname(sys.executable)
+    if os.path.exists(os.path.join(folder, "python3")):
+        os.environ["PATH"] = os.pathsep.join([folder, os.environ.get("PATH", "")])
+
+
+def outcomes(output: str) -> dict[str, int]:
+    """The counts of pytest's last summary line (``4 passed, 1 warning in 1.2s``), by word
+    (``warnings`` counted as ``warning``)."""
+    lines = output.strip().splitlines()
+    counts = re.findall(r"(\d+) (\w+)", lines[-1].rpartition(" in ")[0]) if lines else []
+    return {word.rstrip("s") if word.startswith("warning") else word: int(n) for n, word in counts}
+
+
+def passed_all(output: str, count: int) -> str | None:
+    """Why pytest's ``output`` is not a run whose ``count`` items all passed (warnings aside),
+    else None: a bench of skipped or failed items measures nothing."""
+    found = {word: n for word, n in outcomes(output).items() if word != "warning"}
+    return (
+        None if found == {"passed": count} else f"expected {count} passed, the run ended {found or 'without a summary'}"
+    )
 
 
 def pytest_seconds(
@@ -109,8 +156,12 @@ def pytest_seconds(
     environ = {**os.environ, "CODEBENCH_STORE": "off", **(env or {})}
     with Clock() as clock:
         done = subprocess.run(command, cwd=dataset.parent, capture_output=True, text=True, env=environ)
-    if done.returncode not in (0, 5) or (" passed" not in done.stdout and "--collect-only" not in extra):
-        sys.exit(f"pytest failed:\n{done.stdout[-3000:]}{done.stderr[-3000:]}")
+    count = sum(1 for _ in dataset.open())
+    why = f"exit status {done.returncode}" if done.returncode != 0 else None
+    if why is None and "--collect-only" not in extra:
+        why = passed_all(done.stdout, count)
+    if why is not None:
+        sys.exit(f"pytest failed ({why}):\n{done.stdout[-3000:]}{done.stderr[-3000:]}")
     return clock.cost
 
 
@@ -140,28 +191,28 @@ class Clock:
         return Cost(time.perf_counter(), cpu)
 
 
-FILES = ("include/x.h", "solution.py", "test/test_main.py")
-
-
 def write_workspace(cwd: Path) -> None:
-    for name in FILES:
+    for name, content in FILES.items():
         (cwd / name).parent.mkdir(parents=True, exist_ok=True)
-        (cwd / name).write_text("int x;\n")
+        (cwd / name).write_text(content)
 
 
-def bare_seconds(count: int, workspace: Path | None = None) -> Cost:
-    """The same subprocess calls the plugin makes, in a plain loop: sh -c true, twice a task.
-    With ``workspace``, also what any harness must do around them (the official one does):
-    write the task's three files into a fresh directory and remove it afterwards."""
+def bare_seconds(count: int, workspace: Path, fresh: bool = True) -> Cost:
+    """The commands the plugin runs, in a plain loop: ``sh -c`` of the build and of the test
+    command, a task. ``fresh``: also what any harness must do around them (the official one
+    does): write the task's three files into a fresh directory of ``workspace`` and remove it
+    afterwards; otherwise every task runs in ``workspace`` itself, its files written once."""
+    if not fresh:
+        write_workspace(workspace)
     with Clock() as clock:
         for index in range(count):
-            cwd = None
-            if workspace is not None:
+            cwd = workspace
+            if fresh:
                 cwd = workspace / str(index)
                 write_workspace(cwd)
-            for _ in range(2):
+            for command in COMMANDS:
                 subprocess.run(
-                    ["/bin/sh", "-c", "true"],
+                    ["/bin/sh", "-c", command],
                     cwd=cwd,
                     stdin=subprocess.DEVNULL,
                     stdout=subprocess.PIPE,
@@ -169,7 +220,7 @@ def bare_seconds(count: int, workspace: Path | None = None) -> Cost:
                     start_new_session=True,
                     check=True,
                 )
-            if cwd is not None:
+            if fresh:
                 shutil.rmtree(cwd)
     return clock.cost
 
@@ -184,11 +235,11 @@ import pytest
 @pytest.mark.parametrize("index", range(int(os.environ["BENCH_ITEMS"])))
 def test_item(index):
     cwd = Path(os.environ["BENCH_WORK"]) / str(index)
-    for name in {files!r}:
+    for name, content in {files!r}.items():
         (cwd / name).parent.mkdir(parents=True, exist_ok=True)
-        (cwd / name).write_text("int x;\\n")
-    for _ in range(2):
-        subprocess.run(["/bin/sh", "-c", "true"], cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        (cwd / name).write_text(content)
+    for command in {commands!r}:
+        subprocess.run(["/bin/sh", "-c", command], cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                        stderr=subprocess.STDOUT, start_new_session=True, check=True)
     shutil.rmtree(cwd)
 """
@@ -198,12 +249,15 @@ def plain_seconds(count: int, folder: Path) -> Cost:
     """:data:`PLAIN` with ``count`` items, in ``folder``."""
     test = folder / "test_plain_harness.py"
     if not test.exists():
-        test.write_text(PLAIN.format(files=FILES))
+        test.write_text(PLAIN.format(files=FILES, commands=COMMANDS))
     work = tempfile.mkdtemp(prefix="work-", dir=folder)
     env = {**os.environ, "BENCH_ITEMS": str(count), "BENCH_WORK": work}
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:benchmark", test.name]
     with Clock() as clock:
-        subprocess.run(command, cwd=folder, env=env, capture_output=True, check=True)
+        done = subprocess.run(command, cwd=folder, env=env, capture_output=True, text=True)
+    why = passed_all(done.stdout, count)
+    if done.returncode != 0 or why is not None:
+        sys.exit(f"pytest's plain loop failed ({why or done.returncode}):\n{done.stdout[-3000:]}{done.stderr[-3000:]}")
     return clock.cost
 
 
@@ -213,8 +267,10 @@ def runner_seconds(count: int, local: LocalRunner, workspace: Path) -> Cost:
         for index in range(count):
             cwd = workspace / str(index)
             write_workspace(cwd)
-            for _ in range(2):
-                assert local.run("true", cwd=cwd, timeout=60).ok
+            for command in COMMANDS:
+                result = local.run(command, cwd=cwd, timeout=60)
+                if not result.ok:
+                    sys.exit(f"the sandboxed runner failed {command!r}: {result.output[-2000:]}")
             shutil.rmtree(cwd)
     return clock.cost
 
@@ -275,13 +331,15 @@ def measure(args: argparse.Namespace, base: Path) -> dict[str, list[Cost]]:
     its speed drifts between rounds more than between neighbours)."""
     sizes = {args.tasks: problems(base / "small.jsonl", args.tasks)}
     sizes[2 * args.tasks] = problems(base / "large.jsonl", 2 * args.tasks)
-    work = base / "bare"
+    work, once = base / "bare", base / "once"
+    work.mkdir()
+    once.mkdir()
     local = sandboxed_runner(base)
     timed: dict[str, Callable[[int], Cost]] = {
         "plugin": lambda n: pytest_seconds(sizes[n], *UNCONFINED),
         "harness": lambda n: bare_seconds(n, work),
         "pytest": lambda n: plain_seconds(n, base),
-        "bare": bare_seconds,
+        "bare": lambda n: bare_seconds(n, once, fresh=False),
     }
     if args.store:
         timed["plugin store"] = lambda n: pytest_seconds(sizes[n], *UNCONFINED, env=store_on(base))
@@ -321,11 +379,18 @@ def report(args: argparse.Namespace, figures: dict[str, list[Cost]]) -> None:
         wall, spent = ratio(figures, top, bottom), ratio(figures, top, bottom, "cpu")
         print(f"  ratio {title:25s} {wall:7.2f} x  wall {spent:7.2f} x  CPU{note}")
 
+    def twice(title: str, top: str, bottom: str, note: str) -> None:
+        pairs = list(zip(figures[top], figures[bottom], strict=True))
+        wall = statistics.median(a.wall / (2 * b.wall) for a, b in pairs)
+        spent = statistics.median(a.cpu / (2 * b.cpu) for a, b in pairs)
+        print(f"  ratio {title:25s} {wall:7.2f} x  wall {spent:7.2f} x  CPU{note}")
+
     line("plugin (unconfined):", "plugin")
-    line("bare loop + workspace:", "harness", "  (a fresh directory of 3 files, 2 x sh -c true)")
-    line("bare loop:", "bare", "  (2 x sh -c true)")
+    line("bare loop + workspace:", "harness", "  (a fresh directory of 3 files, sh -c build, sh -c test)")
+    line("bare loop:", "bare", f"  (sh -c {BUILD!r}, sh -c {TEST_COMMAND!r})")
     line("pytest doing the same:", "pytest", "  (the bare loop + workspace as a parametrized test)")
     compared("plugin / bare + workspace:", "plugin", "harness", "  (target <= 1.5 x)")
+    twice("plugin / 2 x bare + wksp:", "plugin", "harness", "  (a pass runs its canary: the work twice)")
     compared("plugin / bare loop:", "plugin", "bare")
     compared("pytest / bare + workspace:", "pytest", "harness", "  (pytest's own share)")
     compared("plugin / pytest doing same:", "plugin", "pytest", "  (the plugin's own share)")
@@ -353,6 +418,7 @@ def main() -> None:
     parser.add_argument("--breakdown", action="store_true", help="also print where an item's time goes, part by part")
     parser.add_argument("--profile", metavar="PATH", help="also write a cProfile of one unconfined plugin run there")
     args = parser.parse_args()
+    python_first()
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)
         report(args, measure(args, base))

@@ -16,8 +16,12 @@ no figure. Printed, each against the issue's bar:
 - a set whose second sample of each task repeats the first (50% duplicates) against the same
   set with every sample different (<= 55%), both with ``--codebench-store off``;
 - a re-run served wholly from the store, per item beyond start-up ((T(2N) - T(N)) / N, on
-  ``--served`` trivial items), against pytest running as many items of a plain parametrized
-  test (<= 2x), the median over ``--rounds`` interleaved rounds.
+  ``--served`` trivial items: bench/overhead.py's), against pytest running as many items of a
+  plain parametrized test (<= 2x), the median over ``--rounds`` interleaved rounds.
+
+Every item must pass (the real work's first run, the trivial items' first run), and every
+verdict of a trivial re-run must come from the store (checked once, untimed, in a JSON
+report): otherwise the bench stops, as it would time nothing it names.
 """
 
 from __future__ import annotations
@@ -36,7 +40,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 import packs  # type: ignore[import-not-found]  # noqa: E402 - the tests' datapack writer (tests/ is no package)
-from overhead import problems  # noqa: E402 - the trivial tasks bench/overhead.py grades
+from overhead import passed_all, problems, python_first  # noqa: E402 - the trivial tasks bench/overhead.py grades
 
 from pytest_codebench.sweeps.store import FILE_NAME, TABLE  # noqa: E402
 
@@ -81,12 +85,16 @@ def warmed(folder: Path, args: list[str], tasks: int) -> Path:
     return folder
 
 
-def timed(argv: list[str], cwd: Path) -> float:
+def timed(argv: list[str], cwd: Path, passing: int | None = None) -> float:
+    """Seconds ``argv`` took; with ``passing``, it must pass exactly that many items."""
     started = time.perf_counter()
     done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True)
     elapsed = time.perf_counter() - started
-    if done.returncode not in (0, 1):
-        sys.exit(f"{' '.join(argv)} failed:\n{done.stdout[-3000:]}{done.stderr[-3000:]}")
+    why = None if done.returncode in (0, 1) else f"exit status {done.returncode}"
+    if why is None and passing is not None:
+        why = passed_all(done.stdout, passing)
+    if why is not None:
+        sys.exit(f"{' '.join(argv)} failed ({why}):\n{done.stdout[-3000:]}{done.stderr[-3000:]}")
     return elapsed
 
 
@@ -125,6 +133,9 @@ def real_work(args: argparse.Namespace, base: Path) -> None:
     first_seconds = timed(command(first, different, args.jobs, "--codebench-report=a.json"), first)
     again_seconds = timed(command(first, different, args.jobs, "--codebench-report=b.json"), first)
     same = outcomes(first / "a.json") == outcomes(first / "b.json")
+    graded = set(outcomes(first / "a.json")[0].values())
+    if graded != {"passed"}:
+        sys.exit(f"the first run's items did not all pass ({', '.join(sorted(graded))}): it times nothing real")
     print(f"{items} items of real compiler work ({args.functions} functions at -O2), jobs {args.jobs or 'none'}")
     print(
         f"re-run from the store / first run: {again_seconds:.2f} s / {first_seconds:.2f} s = "
@@ -171,13 +182,22 @@ def served(args: argparse.Namespace, base: Path) -> None:
     for n in sizes:
         plain[n] = folder / f"test_plain_{n}.py"
         plain[n].write_text(PLAIN.format(count=n))
-    timed(command(folder, sizes[2 * args.served], 0), folder)  # fills the store (the smaller set is a part)
+    # Fills the store (the smaller set is a part): every item must pass, and every re-run's
+    # verdict must come from the store.
+    timed(command(folder, sizes[2 * args.served], 0), folder, 2 * args.served)
     ours: list[float] = []
     theirs: list[float] = []
+
+    for n in sizes:  # untimed: a report costs a little per item
+        report = folder / f"served-{n}.json"
+        timed(command(folder, sizes[n], 0, f"--codebench-report={report}"), folder, n)
+        graded = [item["id"] for item in json.loads(report.read_text())["items"] if not item.get("cached")]
+        if graded:
+            sys.exit(f"the re-run graded {len(graded)} of its {n} items instead of reading the store")
     for _ in range(args.rounds):
-        seconds = {n: timed(command(folder, sizes[n], 0), folder) for n in sizes}
+        seconds = {n: timed(command(folder, sizes[n], 0), folder, n) for n in sizes}
         ours.append((seconds[2 * args.served] - seconds[args.served]) / args.served)
-        seconds = {n: timed([*PYTEST, str(plain[n])], folder) for n in sizes}
+        seconds = {n: timed([*PYTEST, str(plain[n])], folder, n) for n in sizes}
         theirs.append((seconds[2 * args.served] - seconds[args.served]) / args.served)
     print(
         f"served from the store, per item: {1000 * statistics.median(ours):.3f} ms; pytest's own trivial item: "
@@ -194,6 +214,7 @@ def main() -> None:
     parser.add_argument("--served", type=int, default=1000, help="trivial items for the per-item figure; 0: skip")
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
+    python_first()
     with tempfile.TemporaryDirectory(prefix="codebench-store-bench-") as base:
         real_work(args, Path(base))
         if args.served:
