@@ -2,13 +2,15 @@
 verdicts of both (which must be the same), the trials each ran, and the wall time of the
 adaptive run against the fixed one.
 
-    python bench/adaptive_trials.py [--rounds 3] [--trials 25] [--workers 2]
+    python bench/adaptive_trials.py [--rounds 3] [--trials 25] [--workers 2] [-k EXPR]
 
 Both runs take at most ``--trials`` trials (PIE's own default is 25; the sample's config says
 5, too few to stop early): the fixed run (``--no-codebench-adaptive-trials``) runs them all,
 the adaptive one stops each candidate once its speedup's interval has decided the verdict.
 The two modes alternate round by round, so that what drifts on the machine hits both alike.
 Wall times are whole pytest runs, checks, compiles and timeouts included (the same in both).
+``-k EXPR`` grades only the candidates that pytest's ``-k`` selects (``-k 's0000006[0]'``: one
+row, one timed candidate; a quick check that the bench runs, as bench/smoke.py makes).
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ def grade(root: Path, mode: str, args: argparse.Namespace, round_: int) -> tuple
     ]
     command += ["-n", str(args.workers)] if args.workers > 1 else []
     command += ["--codebench-pie", f"num_trials={args.trials}", "--codebench-report", str(report), *MODES[mode]]
+    command += ["-k", args.keyword] if args.keyword else []
     start = time.perf_counter()
     done = subprocess.run(command, check=False, cwd=root, capture_output=True, text=True)
     seconds = time.perf_counter() - start
@@ -55,6 +58,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--trials", type=int, default=25)
     parser.add_argument("--workers", type=int, default=2, help="pytest-xdist workers (1: none)")
+    parser.add_argument("-k", dest="keyword", help="grade only the candidates this pytest -k expression selects")
     args = parser.parse_args()
     walls: dict[str, list[float]] = {mode: [] for mode in MODES}
     runs: dict[str, list[dict[str, dict[str, Any]]]] = {mode: [] for mode in MODES}

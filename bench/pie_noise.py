@@ -1,7 +1,7 @@
 """How much the PIE speedup of a program against itself moves, grading throughput, and the
 bundled sample's speedups.
 
-    python bench/pie_noise.py [--repeats 10] [--trials 25]
+    python bench/pie_noise.py [--repeats 10] [--trials 25] [-k EXPR]
     python bench/pie_noise.py --sample-only     # only 3.: each candidate's speedups
 
 1. Two byte-identical programs (a Python loop of about 50 ms) as the slow program and its
@@ -13,6 +13,10 @@ bundled sample's speedups.
 2. The bundled PIE sample graded with ``-n 2`` and ``-n 0``, side by side: wall time and ratio.
 3. The bundled sample graded once (``-n 2``): each candidate's outcome, PIE's speedup with its
    interval, the net-of-start-up one ("-": not meaningful, at the noise floor) and start-up.
+
+``-k EXPR`` grades only the sample's candidates that pytest's ``-k`` selects, in 2. and 3.
+(``-k 's0000006[0]'``: one row, one timed candidate; a quick check that the bench runs, as
+bench/smoke.py makes).
 """
 
 from __future__ import annotations
@@ -119,9 +123,9 @@ def spread(label: str, speedups: Sequence[float | None]) -> str:
     )
 
 
-def sample_speedups(root: Path) -> None:
+def sample_speedups(root: Path, keyword: Sequence[str]) -> None:
     report = root / "sample.json"
-    pytest("--codebench=pie", "-n", "2", "--codebench-report", str(report), cwd=root)
+    pytest("--codebench=pie", "-n", "2", "--codebench-report", str(report), *keyword, cwd=root)
     print(f"{'candidate':22} {'outcome':14} {'speedup [95% interval]':30} {'net of start-up':28} start-up")
     for item in sorted(json.loads(report.read_text())["items"], key=lambda item: item["id"]):
         figures = item["figures"]
@@ -143,19 +147,23 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--trials", type=int, default=25)  # PIE's own default
     parser.add_argument("--sample-only", action="store_true", help="only the bundled sample's speedups")
+    parser.add_argument(
+        "-k", dest="keyword", help="grade only the sample's candidates this pytest -k expression selects"
+    )
     args = parser.parse_args()
+    keyword = ["-k", args.keyword] if args.keyword else []
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         if args.sample_only:
-            sample_speedups(root)
+            sample_speedups(root, keyword)
             return
         for metric in METRICS:
             whole, net = identical(root, args.repeats, args.trials, metric)
             print(spread(f"identical programs, {metric:12s}", whole))
             print(spread(f"  net of start-up, {metric:12s}", net))
-        sample_speedups(root)
-        serial = pytest("--codebench=pie", cwd=root)
-        parallel = pytest("--codebench=pie", "-n", "2", cwd=root)
+        sample_speedups(root, keyword)
+        serial = pytest("--codebench=pie", *keyword, cwd=root)
+        parallel = pytest("--codebench=pie", "-n", "2", *keyword, cwd=root)
         print(f"bundled sample: -n 0 {serial:.1f} s, -n 2 {parallel:.1f} s, ratio {serial / parallel:.2f}x")
 
 

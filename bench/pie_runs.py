@@ -2,10 +2,13 @@
 serial ``pytest --codebench=pie``, counted and summed by program, its own time (the sandbox's
 inner clock) beside the wall time of the run (the sandbox's start, the harness's work).
 
-    python bench/pie_runs.py --pie-python /work/pievenv/bin/python
+    python bench/pie_runs.py --pie-python /work/pievenv/bin/python [-k EXPR]
 
 The program time is a floor: no harness that runs these programs as often, however little it
-costs itself, takes less. It prints it beside the wall time of the whole run.
+costs itself, takes less. It prints it beside the wall time of the whole run. ``--pie-python``
+runs the programs (``--codebench-python``); PIE's checkout is not needed, and any interpreter
+will do for a check that the bench runs. ``-k EXPR`` grades only the candidates pytest's ``-k``
+selects (``-k 's0000001[0]'``: one row, one candidate).
 """
 
 from __future__ import annotations
@@ -62,6 +65,7 @@ PLUGIN = textwrap.dedent(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pie-python", type=Path, required=True)
+    parser.add_argument("-k", dest="keyword", help="grade only the candidates this pytest -k expression selects")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
@@ -76,9 +80,15 @@ def main() -> None:
         command = [sys.executable, "-m", "pytest", "-p", "pie_runs_plugin", "-p", "no:cacheprovider", "-q"]
         command += ["--codebench=pie", "--codebench-config", str(config), "--codebench-store=off"]
         command += ["--codebench-python", str(args.pie_python)]
+        command += ["-k", args.keyword] if args.keyword else []
         done = subprocess.run(command, cwd=folder, env=env, capture_output=True, text=True, check=False)
         table = ("trials:", "outcomes:", "program ", "all ", "bare ", "input ", "reference ", "candidate ")
-        print("\n".join(line for line in done.stdout.splitlines() if line.startswith(table) or " passed in " in line))
+        lines = [line for line in done.stdout.splitlines() if line.startswith(table) or " passed in " in line]
+        if done.returncode not in (0, 1) or not any(line.startswith("all ") for line in lines):
+            sys.exit(
+                f"pytest failed ({done.returncode}), or ran no program:\n{done.stdout[-3000:]}{done.stderr[-3000:]}"
+            )
+        print("\n".join(lines))
 
 
 if __name__ == "__main__":

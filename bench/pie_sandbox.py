@@ -1,7 +1,7 @@
 """PIE's bundled sample graded with the local runner's sandbox off and on, side by side: each
 candidate's speedup (PIE's, start-up counted) and the interpreter's start-up under each.
 
-    python bench/pie_sandbox.py [--rounds 3] [--trials 5]     # each run with -n 2
+    python bench/pie_sandbox.py [--rounds 3] [--trials 6] [-k EXPR]     # each run with -n 2
 
 The local runner clocks a command inside its bubblewrap sandbox (``RunResult.seconds``), so
 the sandbox's own start-up (5-9 ms a command) is not in a program's time: the speedups and
@@ -23,7 +23,7 @@ from pathlib import Path
 MODES = ("none", "bwrap")
 
 
-def grade(root: Path, mode: str, trials: int, round_: int) -> dict[str, dict[str, float]]:
+def grade(root: Path, mode: str, args: argparse.Namespace, round_: int) -> dict[str, dict[str, float]]:
     """{item id: figures} of one graded run of the bundled sample (correct candidates only)."""
     report = root / f"{mode}-{round_}.json"
     done = subprocess.run(
@@ -39,7 +39,15 @@ def grade(root: Path, mode: str, trials: int, round_: int) -> dict[str, dict[str
             "--codebench=pie",
             "--codebench-store=off",
         ]
-        + ["--codebench-sandbox", mode, "--codebench-pie", f"num_trials={trials}", "--codebench-report", str(report)],
+        + [
+            "--codebench-sandbox",
+            mode,
+            "--codebench-pie",
+            f"num_trials={args.trials}",
+            "--codebench-report",
+            str(report),
+        ]
+        + (["-k", args.keyword] if args.keyword else []),
         check=False,
         cwd=root,
         capture_output=True,
@@ -59,14 +67,18 @@ def cell(values: list[float]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--trials", type=int, default=5)
+    # 6: one ignored (the sample's ignore_first_k), and the 5 timed trials a speedup needs at least.
+    parser.add_argument("--trials", type=int, default=6)
+    parser.add_argument("-k", dest="keyword", help="grade only the candidates this pytest -k expression selects")
     args = parser.parse_args()
     runs: dict[str, list[dict[str, dict[str, float]]]] = {mode: [] for mode in MODES}
     with tempfile.TemporaryDirectory() as tmp:
         for round_ in range(args.rounds):
             for mode in MODES if round_ % 2 == 0 else reversed(MODES):
-                runs[mode].append(grade(Path(tmp), mode, args.trials, round_))
+                runs[mode].append(grade(Path(tmp), mode, args, round_))
     ids = sorted(set.intersection(*(set(run) for mode in MODES for run in runs[mode])))
+    if not ids:
+        sys.exit("no candidate was timed in every run (a speedup in each): nothing to compare")
     print(f"{args.rounds} rounds of {args.trials} trials; median over rounds ± half their spread")
     print(f"{'candidate':22} {'speedup, sandbox none':>22} {'speedup, bwrap':>22} {'ratio':>7}")
     for item in ids:
