@@ -167,6 +167,9 @@ class Proxy:
         try:
             while data := a.recv(65536):
                 b.sendall(data)
+            # The end of one direction goes through (a container's output stream ends so), else
+            # each command's client waits out the engine's idle timeout, 10 s.
+            b.shutdown(socket.SHUT_WR)
         except OSError:
             pass
 
