@@ -60,15 +60,28 @@ def no_sandbox(reason: str) -> None:
     pytest.skip(reason)
 
 
+def _hub_offline(patch: pytest.MonkeyPatch, home: Path) -> None:
+    patch.setenv("HF_HUB_OFFLINE", "1")
+    patch.setenv("HF_HOME", str(home))
+    patch.delenv("HF_ENDPOINT", raising=False)
+    patch.delenv("HF_TOKEN", raising=False)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def no_hugging_face_in_session_fixtures(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """:func:`no_hugging_face` for the session's fixtures too, which come before any test's
+    (test_conformance's releases resolved by name waited 23 s each on the client's retries)."""
+    with pytest.MonkeyPatch.context() as patch:
+        _hub_offline(patch, tmp_path_factory.getbasetemp() / "empty-hf-home")
+        yield
+
+
 @pytest.fixture(autouse=True)
 def no_hugging_face(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
     """A release name asks the Hugging Face dataset first: every test but the Hub's own (which
     serve one on loopback) sees it offline with an empty cache, so none reaches huggingface.co,
     waits on its client's retries, or reads a developer's own cache."""
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setenv("HF_HOME", str(tmp_path_factory.getbasetemp() / "empty-hf-home"))
-    monkeypatch.delenv("HF_ENDPOINT", raising=False)
-    monkeypatch.delenv("HF_TOKEN", raising=False)
+    _hub_offline(monkeypatch, tmp_path_factory.getbasetemp() / "empty-hf-home")
 
 
 @pytest.fixture
@@ -157,6 +170,14 @@ def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Browser]:
         pytest.skip(reason)
     with Browser(tmp_path_factory.mktemp("chromium-profile")) as chromium:
         yield chromium
+
+
+@pytest.fixture(scope="session")
+def shared_tmp(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder every xdist worker of this test run shares (pytest-xdist's pattern): what is
+    built or graded once for many tests lives there, under a file lock of its own."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
 
 
 @pytest.fixture

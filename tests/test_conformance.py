@@ -13,11 +13,15 @@ import json
 import os
 import re
 import shutil
+import subprocess
+import sys
 import tarfile
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from filelock import FileLock
 from hubserver import TOKEN, Hub
 
 from pytest_codebench.benchmarks.computeeval.benchmark import ComputeEval
@@ -175,27 +179,56 @@ def test_every_problem_loads_verifies_and_materialises(release, releases, tmp_pa
     assert not problems, f"{len(problems)} of {len(cases)} problems of {release}:\n" + "\n".join(problems[:50])
 
 
+# Where a verdict's reason differs only in a duration ("build ok in 12.3 s").
+_NUMBERS = re.compile(r"\d+(\.\d+)?")
+
+
+def _grade(folder: Path, release: str, cache: Path, *more: str) -> tuple[str, dict]:
+    """``pytest --codebench=computeeval`` on ``release``'s references in ``folder``, in this
+    process's environment: its output and its JSON report (asserted written)."""
+    report = folder / "report.json"
+    command = [sys.executable, "-m", "pytest", "--codebench=computeeval", f"--codebench-dataset={release}"]
+    command += ["--codebench-solutions=baseline", f"--codebench-cache-dir={cache}", f"--codebench-report={report}"]
+    # --codebench-store=off: each run grades for itself (the cache outlives the session).
+    command += ["--codebench-store=off", "-p", "no:cacheprovider", *more]
+    done = subprocess.run(command, cwd=folder, capture_output=True, text=True, check=False)
+    output = done.stdout + done.stderr
+    assert report.exists(), output[-6000:]
+    return output, json.loads(report.read_text())
+
+
+def _verdicts(data: dict, task_ids: list[str]) -> dict:
+    """The release and each of ``task_ids``' verdicts in a JSON report, durations taken out."""
+    items = {item["task_id"]: item for item in data["items"]}
+    verdicts = {
+        task_id: (items[task_id]["status"], _NUMBERS.sub("N", items[task_id]["reason"] or "")) for task_id in task_ids
+    }
+    return {"release": data["environment"]["release"], "items": verdicts}
+
+
+@pytest.fixture(scope="session")
+def graded(sample: dict[str, list[str]], release_cache: Path, shared_tmp: Path) -> Callable[[str], dict]:
+    """``graded(release)``: the JSON report of the sample's references of ``release`` graded
+    through the wheel, once per test run: the reference test and the hub test both read it (the
+    xdist workers share it under a file lock; each nvcc build takes 5-40 s)."""
+
+    def grade(release: str) -> dict:
+        folder = shared_tmp / "conformance" / release
+        folder.mkdir(parents=True, exist_ok=True)
+        with FileLock(folder.with_suffix(".lock")):
+            if not (folder / "report.json").exists():
+                keyword = " or ".join(f"{task_id}[0]" for task_id in sample[release])
+                _grade(folder, release, release_cache, "-n", "2", "-k", keyword)
+            return json.loads((folder / "report.json").read_text())
+
+    return grade
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("release", RELEASES)
-def test_reference_solutions_build_or_skip_for_a_stated_reason(release, releases, sample, release_cache, pytester):
+def test_reference_solutions_build_or_skip_for_a_stated_reason(release, releases, sample, graded):
     chosen = sample[release]
-    report = pytester.path / "report.json"
-    result = pytester.runpytest_subprocess(
-        "--codebench=computeeval",
-        f"--codebench-dataset={release}",
-        "--codebench-solutions=baseline",
-        f"--codebench-cache-dir={release_cache}",
-        "--codebench-store=off",  # the cache outlives the session: every run grades the references
-        f"--codebench-report={report}",
-        "-n",
-        "2",
-        "-k",
-        " or ".join(f"{task_id}[0]" for task_id in chosen),
-        "-p",
-        "no:cacheprovider",
-    )
-    assert report.exists(), result.stdout.str()[-3000:] + result.stderr.str()[-3000:]
-    data = json.loads(report.read_text())
+    data = graded(release)
     assert data["environment"]["release"]["version"] == releases[release].version
     items = {item["task_id"]: item for item in data["items"]}
     assert sorted(items) == sorted(chosen), "the -k selection must pick exactly the sample"
@@ -217,43 +250,20 @@ def test_reference_solutions_build_or_skip_for_a_stated_reason(release, releases
     assert read >= 1 or not built, "the link check read no built test program"
 
 
-# Where a verdict's reason differs only in a duration ("build ok in 12.3 s").
-_NUMBERS = re.compile(r"\d+(\.\d+)?")
-
-
-def _verdicts(pytester: pytest.Pytester, name: str, release: str, cache: Path, *more: str) -> tuple[str, dict]:
-    report = pytester.path / f"{name}.json"
-    run = pytester.runpytest_subprocess(
-        "--codebench=computeeval",
-        f"--codebench-dataset={release}",
-        "--codebench-solutions=baseline",
-        f"--codebench-cache-dir={cache}",
-        "--codebench-store=off",  # each way grades for itself
-        f"--codebench-report={report}",
-        *more,
-        "-p",
-        "no:cacheprovider",
-    )
-    output = run.stdout.str() + run.stderr.str()
-    assert report.exists(), output[-3000:]
-    data = json.loads(report.read_text())
-    items = {item["task_id"]: (item["status"], _NUMBERS.sub("N", item["reason"] or "")) for item in data["items"]}
-    return output, {"release": data["environment"]["release"], "items": items}
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("release", RELEASES)
 def test_the_hub_path_gives_the_same_problems_and_verdicts_as_the_wheel(
-    release, releases, sample, release_cache, pytester, monkeypatch, request
+    release, releases, sample, graded, pytester, monkeypatch, request
 ):
     """Done when of issue 23: the wheel's release reshaped into the dataset's layout
     (data/archive/<release>/problems.jsonl, bare JSON lines) and served by a Hub of our own
     reads as the same problems (content hashes) and grades to the same verdicts."""
     data = archive_members(releases[release].path, ["problems.jsonl"])["problems.jsonl"]
-    # Every problem is compared by content; one (the sample's first) is graded both ways, which
-    # keeps the four releases to about 2.5 minutes of nvcc on CI.
-    chosen = ["-k", f"{sample[release][0]}[0]"]
-    _, wheel = _verdicts(pytester, "wheel", release, release_cache, *chosen)
+    # Every problem is compared by content; one (the sample's first) is graded through the Hub
+    # and compared with its verdict through the wheel (the reference test's run), which keeps
+    # the four releases to about a minute of nvcc on CI.
+    chosen = [sample[release][0]]
+    wheel = _verdicts(graded(release), chosen)
     with Hub(hub.REPO) as server:
         server.publish({hub.filename(release): data})
         monkeypatch.setenv("HF_ENDPOINT", server.url)
@@ -262,10 +272,12 @@ def test_the_hub_path_gives_the_same_problems_and_verdicts_as_the_wheel(
         monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
         # No wheel here and pip's index dead: the Hub is the only place left.
         request.getfixturevalue("dead_index")
-        output, hubbed = _verdicts(pytester, "hub", release, pytester.path / "empty-cache", *chosen)
+        output, report = _grade(pytester.path, release, pytester.path / "empty-cache", "-k", f"{chosen[0]}[0]")
+    hubbed = _verdicts(report, chosen)
     assert f"from {hub.REPO}:data/archive/{release}/problems.jsonl, revision {server.commit}" in output
     assert (hubbed["release"]["source"], hubbed["release"]["revision"]) == ("hugging face hub", server.commit)
     assert "may predate NVIDIA's in-place corrections" not in output
     assert hubbed["release"]["problem_sha256"] == wheel["release"]["problem_sha256"]
     assert len(wheel["release"]["problem_sha256"]) == len(data.splitlines())
-    assert hubbed["items"] == wheel["items"] and len(wheel["items"]) == 1
+    assert [item["task_id"] for item in report["items"]] == chosen
+    assert hubbed["items"] == wheel["items"]

@@ -237,10 +237,9 @@ PAGE_ASSETS = sorted(
 
 
 @pytest.fixture(scope="module")
-def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def wheel(shared_tmp: Path) -> Path:
     """The wheel, built once per test run from a copy of the checkout (xdist workers share it)."""
-    base = tmp_path_factory.getbasetemp()
-    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    shared = shared_tmp
     with FileLock(shared / "codebench-wheel.lock"):
         dist = shared / "codebench-wheel"
         if not dist.is_dir():
