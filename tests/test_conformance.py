@@ -189,8 +189,9 @@ def _grade(folder: Path, release: str, cache: Path, *more: str) -> tuple[str, di
     report = folder / "report.json"
     command = [sys.executable, "-m", "pytest", "--codebench=computeeval", f"--codebench-dataset={release}"]
     command += ["--codebench-solutions=baseline", f"--codebench-cache-dir={cache}", f"--codebench-report={report}"]
-    # --codebench-store=off: each run grades for itself (the cache outlives the session).
-    command += ["--codebench-store=off", "-p", "no:cacheprovider", *more]
+    # --codebench-store=off: each run grades for itself (the cache outlives the session). Its
+    # own --basetemp, as pytester gives an inner run: pytest's numbered folders are the outer run's.
+    command += ["--codebench-store=off", "-p", "no:cacheprovider", f"--basetemp={folder / 'basetemp'}", *more]
     done = subprocess.run(command, cwd=folder, capture_output=True, text=True, check=False)
     output = done.stdout + done.stderr
     assert report.exists(), output[-6000:]

@@ -239,11 +239,10 @@ PAGE_ASSETS = sorted(
 @pytest.fixture(scope="module")
 def wheel(shared_tmp: Path) -> Path:
     """The wheel, built once per test run from a copy of the checkout (xdist workers share it)."""
-    shared = shared_tmp
-    with FileLock(shared / "codebench-wheel.lock"):
-        dist = shared / "codebench-wheel"
+    with FileLock(shared_tmp / "codebench-wheel.lock"):
+        dist = shared_tmp / "codebench-wheel"
         if not dist.is_dir():
-            source = _source_copy(ROOT, shared / "codebench-source")
+            source = _source_copy(ROOT, shared_tmp / "codebench-source")
             command = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", str(dist), str(source)]
             done = subprocess.run(command, capture_output=True, text=True)
             assert done.returncode == 0, done.stdout + done.stderr
