@@ -33,7 +33,10 @@ int main(int argc, char **argv) {
     return 0;
 }
 """
-# Long enough that a busy two-core machine's jitter (a few ms a run) stays a few percent.
+# Long enough that a busy two-core machine's jitter stays a few percent: beside a CPU hog (two
+# busy loops), 150 ms was too short: a reference timed against itself spread 0.91x-1.64x in
+# process mode (its sandbox's start-up counted) and could not be timed. Other sleeps are
+# written relative to it.
 REFERENCE_MS = 300
 
 
