@@ -440,7 +440,10 @@ def test_without_perf_there_are_no_perf_figures(pytester, codebench):
 def test_fail_under_fast_p_is_met_and_missed(pytester, codebench):
     problems = [perf_packs.problem("P/1"), perf_packs.problem("P/2")]
     # One solution twice as fast as its reference, one slower: fast_1.0 is 50%.
-    solutions = [perf_packs.solution("P/1", sleeper(REFERENCE_MS // 2)), perf_packs.solution("P/2", sleeper(REFERENCE_MS * 4 // 3))]
+    solutions = [
+        perf_packs.solution("P/1", sleeper(REFERENCE_MS // 2)),
+        perf_packs.solution("P/2", sleeper(REFERENCE_MS * 4 // 3)),
+    ]
     args = [*perf_packs.write(pytester, problems, solutions), FORCE, PERF, *FEW]
     met = codebench(*args, "--codebench-fail-under", "fast_1.0=40")
     assert met.result.ret == pytest.ExitCode.OK
