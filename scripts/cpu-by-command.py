@@ -13,13 +13,24 @@ command line. Processes that live under 0.1 s are missed: the total is a lower b
 from __future__ import annotations
 
 import collections
+import dataclasses
 import os
 import subprocess
 import sys
 import time
-from typing import Any
+from pathlib import Path
 
 TICK = os.sysconf("SC_CLK_TCK")
+
+
+@dataclasses.dataclass
+class Seen:
+    """One process: its CPU seconds when first seen (0 if it started while sampling), when last
+    seen, and its command line (a kernel thread's name in parentheses)."""
+
+    before: float
+    last: float
+    command: str
 
 
 def kind(command: str) -> str:
@@ -41,38 +52,39 @@ def kind(command: str) -> str:
     return "python: " + " ".join(words[1:2])[:60]
 
 
-def sample(seen: dict[str, list[Any]], first: bool) -> None:
+def sample(seen: dict[str, Seen], first: bool) -> None:
     for pid in os.listdir("/proc"):
         if not pid.isdigit():
             continue
         try:
-            stat = open(f"/proc/{pid}/stat").read()
+            stat = Path(f"/proc/{pid}/stat").read_text()
             fields = stat[stat.rindex(")") + 2 :].split()
             cpu = (int(fields[11]) + int(fields[12])) / TICK
             key = f"{pid}:{fields[19]}"  # the start time tells a reused pid apart
             if key in seen:
-                seen[key][1] = cpu
+                seen[key].last = cpu
                 continue
-            command = open(f"/proc/{pid}/cmdline", "rb").read().replace(b"\0", b" ").decode(errors="replace")
-            seen[key] = [cpu if first else 0.0, cpu, command or stat[stat.index("(") : stat.rindex(")") + 1]]
+            command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            seen[key] = Seen(cpu if first else 0.0, cpu, command or stat[stat.index("(") : stat.rindex(")") + 1])
         except (OSError, ValueError, IndexError):
             continue  # ended meanwhile
 
 
 def main(command: list[str]) -> int:
-    seen: dict[str, list[Any]] = {}
+    seen: dict[str, Seen] = {}
     sample(seen, first=True)
     process = subprocess.Popen(command)
     while process.poll() is None:
         sample(seen, first=False)
         time.sleep(0.1)
-    totals: collections.Counter[str] = collections.Counter()
+    totals: collections.defaultdict[str, float] = collections.defaultdict(float)
     counts: collections.Counter[str] = collections.Counter()
-    for before, last, line in seen.values():
-        totals[kind(line)] += last - before
-        counts[kind(line)] += 1
+    for process_seen in seen.values():
+        name = kind(process_seen.command)
+        totals[name] += process_seen.last - process_seen.before
+        counts[name] += 1
     print(f"{sum(totals.values()):8.1f} s CPU seen in all (a lower bound)")
-    for name, seconds in totals.most_common(30):
+    for name, seconds in sorted(totals.items(), key=lambda kind_seconds: -kind_seconds[1])[:30]:
         if seconds < 0.05:
             break
         print(f"{seconds:8.1f} s {counts[name]:6d} processes  {name}")

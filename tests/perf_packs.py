@@ -35,8 +35,8 @@ int main(int argc, char **argv) {
 """
 # Long enough that a busy two-core machine's jitter stays a few percent: beside a CPU hog (two
 # busy loops), 150 ms was too short: a reference timed against itself spread 0.91x-1.64x in
-# process mode (its sandbox's start-up counted) and could not be timed. Other sleeps are
-# written relative to it.
+# process mode (its sandbox's start-up counted) and could not be timed. The sleeps a test
+# compares with it are written relative to it.
 REFERENCE_MS = 300
 
 
