@@ -18,6 +18,7 @@ from types import SimpleNamespace
 import docker
 import packs
 import pytest
+import requests
 from test_docker import DOCKER, FORCE, categories, dataset, needs_host_nvcc, report_of
 from test_exploits_computeeval import EXIT_TEST, HONEST, python_problem
 from test_exploits_computeeval_canary import ATEXIT_FORGER, CONSTRUCTOR_FORGER, answer, problem
@@ -32,6 +33,8 @@ from pytest_codebench.runners.podman import container_limits, is_podman, is_root
 # The base image has no compiler: the build says where it ran, and fails.
 IMAGE_BUILD = 'test -x /usr/bin/timeout && ! command -v cc && echo "in the problem\'s image"; exit 1'
 # One worker layout each: every run here builds images and starts containers by the dozen.
+# How long the probe container may take to say "probe" (about a second where podman works).
+PROBE_SECONDS = 60
 XDIST = pytest.mark.parametrize("xdist_args", [["-n", "2"]], ids=["xdist"])
 
 
@@ -98,11 +101,20 @@ def _starts_a_container(client: docker.DockerClient) -> None:
     crun on a host whose cgroups it cannot use says "cgroups in hybrid mode not supported" only
     when a container starts (scripts/podman-setup.sh makes runc podman's runtime there)."""
     try:
-        output = client.containers.run(
-            packs.DOCKER_BASE, ["echo", "probe"], remove=True, ulimits=container_limits(podman=True)
+        container = client.containers.run(
+            packs.DOCKER_BASE, ["echo", "probe"], detach=True, ulimits=container_limits(podman=True)
         )
     except docker.errors.DockerException as exc:
         _unavailable(f"podman cannot start a container here: {exc}")
+    # With a deadline: the SDK's own wait has none, and once (a fresh-clone CI run) this probe
+    # held its worker for 2,000 s, which then ran alone.
+    try:
+        container.wait(timeout=PROBE_SECONDS)
+        output = container.logs()
+    except requests.exceptions.RequestException as exc:
+        _unavailable(f"podman's probe container did not end within {PROBE_SECONDS} s ({exc})")
+    finally:
+        container.remove(force=True)
     if output.strip() != b"probe":
         _unavailable(f"podman's probe container said {output!r}, not 'probe'")
 
