@@ -11,6 +11,7 @@ import pytest
 
 from pytest_codebench.benchmarks.tensorbench.cache import STATE, choose, parse_probe, statistics
 from pytest_codebench.benchmarks.tensorbench.canary import Wrong
+from pytest_codebench.benchmarks.tensorbench.load import Task, baseline_limits
 from pytest_codebench.benchmarks.tensorbench.rules import (
     SHOWN_FAILURES,
     known_failures,
@@ -157,3 +158,19 @@ def test_cache_statistics_add_up_ccache_and_sccache_reports(tmp_path: Path) -> N
     (state / "sccache.jsonl").write_text(json.dumps(line) + "\n" + json.dumps(line) + '\n{"stats": {"cache_hi')
     assert statistics(tmp_path) == (2 + 6, 1 + 2)
     assert statistics(tmp_path / "nothing-here") == (0, 0)
+
+
+def test_a_baseline_gets_the_longest_time_limit_of_its_base_commits_tasks() -> None:
+    # Whichever item of a base commit runs the unpatched suite first, every later one trusts
+    # what it found: a task of 20 s must not cut short what a task of 600 s would wait for.
+    def task(commit: str, timeout: float | None, error: str | None = None) -> Task:
+        return Task({"base_commit": commit, "test_timeout": timeout}, 1, error)
+
+    tasks = {
+        "short": task("b", 20),
+        "long": task("b", 600),
+        "other": task("a", 30),
+        "default": task("c", None),  # TensorBench's own value where a task gives none
+        "broken": task("a", 9000, error="test_timeout: not a number of seconds"),
+    }
+    assert baseline_limits(tasks) == {"b": 600, "a": 30, "c": 3000}

@@ -37,8 +37,8 @@ from pytest_codebench.workspace.patches import apply, confined, parse
 from .cache import CACHE_HINT
 from .edits import hook_edits, merged, static_edits
 from .environment import Provisioner, check_environment, mirror
+from .load import baseline_limits, read_tasks, split_by_model
 from .load import load as read_dataset
-from .load import split_by_model
 from .options import ALLOW_HARNESS_EDITS, COMPILER_CACHE, FAIL_VACUOUS, OPTIONS, RERUNS, RUN_TESTS
 from .rules import known_failures, missing_tests, with_harness_edits, with_vacuous
 from .suite import TESTBED, TreeRun
@@ -63,6 +63,11 @@ class TensorBench(Benchmark):
 
     def load(self) -> Dataset:
         return read_dataset(self.dataset_path(), self.solution_sets)
+
+    @functools.cached_property
+    def baseline_limits(self) -> dict[str, float]:
+        """Per base commit, its baseline's time limit, read once per process (a worker's too)."""
+        return baseline_limits(read_tasks(self.dataset_path()))
 
     def answer(self, case: Case) -> Any:
         return (case.solution or {}).get("model_patch") or ""  # not the prediction's model name
@@ -99,7 +104,7 @@ class TensorBench(Benchmark):
             return grading.verdict(Outcome.PATCH_FAILED, applied.reason, output_tail=tail)
         vacuous = vacuous_tests(tree, diff)
         edits = static_edits(diff, tree)
-        provisioner = Provisioner(self.context, self.dataset_path().parent)
+        provisioner = Provisioner(self.context, self.dataset_path().parent, self.baseline_limits)
         environment, cache = provisioner.environment(case, runner)
         base = provisioner.baseline(case, runner, environment, cache)
         check_environment(environment)  # after the baseline: its code ran in the environment too

@@ -18,6 +18,7 @@ import json
 import os
 import shlex
 import shutil
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TypedDict
 
@@ -90,6 +91,8 @@ class Provisioner:
 
     context: RunContext
     dataset_dir: Path
+    #: Per base commit, the time limit of its baseline (load.baseline_limits); else the item's.
+    limits: Mapping[str, float] = dataclasses.field(default_factory=dict)
 
     def key(self, case: Case, runner: Runner) -> str:
         """The key that names the environment of the case's base commit."""
@@ -176,6 +179,8 @@ class Provisioner:
         (with the compiler cache writable, which fills it for every later item). Returns what it
         found: the tests that fail before any patch, and those that pass."""
         commit, run_tests = case.record["base_commit"], self.context.settings[RUN_TESTS]
+        limit = self.limits.get(commit, case.record["test_timeout"])
+        case = dataclasses.replace(case, record={**case.record, "test_timeout": limit})
         # Named after how commands go through the cache as well: a harness that compiles
         # another way (other wrappers, paths, settings) would never hit what this one stored.
         # And after what the tree runs: another test command compiles other kernels, and its

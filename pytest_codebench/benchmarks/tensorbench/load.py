@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -149,6 +149,19 @@ def read_predictions(path: Path, dataset: str, tasks: dict[str, Task]) -> Iterat
             yield Sample(name, record, line.number, str(exc))
             continue
         yield Sample(name, record, line.number)
+
+
+def baseline_limits(tasks: Mapping[str, Task]) -> dict[str, float]:
+    """Per base commit, the time limit of its unpatched run (the baseline): the longest
+    ``test_timeout`` of its tasks. Not the limit of the item that happens to run it first:
+    every later item trusts what that run found, and a short task's limit would cut it off."""
+    limits: dict[str, float] = {}
+    for task in tasks.values():
+        commit = task.record.get("base_commit")
+        if task.error is None and isinstance(commit, str):
+            limit = float(task.record.get("test_timeout") or DEFAULT_TEST_TIMEOUT)
+            limits[commit] = max(limits.get(commit, 0.0), limit)
+    return limits
 
 
 def gold_samples(path: Path, tasks: dict[str, Task]) -> list[Sample]:
