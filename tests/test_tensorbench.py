@@ -35,7 +35,7 @@ def test_the_bundled_sample_gives_every_outcome(pytester, codebench):
     assert int(items["scorchlet__feature_sub[5]"]["properties"]["compiler_cache_misses"]) >= 1
     assert items["scorchlet__feature_unknown[0]"]["status"] == "error"
     assert "unknown instance_id 'scorchlet__feature_unknown'" in items["scorchlet__feature_unknown[0]"]["message"]
-    assert "ran past the task's test_timeout (20 s)" in items["scorchlet__feature_wait[0]"]["message"]
+    assert "ran past the task's test_timeout (10 s)" in items["scorchlet__feature_wait[0]"]["message"]
     assert "added tests that assert nothing: scorchlet__feature_sub[6]: tests/test_ops.py::test_sub_runs" in run.output
     # Work trees go with their items, the failing ones too.
     assert not any((pytester.path / ".codebench" / "runs").glob("*/work/*"))

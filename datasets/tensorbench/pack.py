@@ -325,7 +325,7 @@ def tasks(shas: dict[str, str], repo_url: str) -> list[dict[str, object]]:
             "Add scorchlet.checked.checked(x).",
             setup_commands=["python -m compileall -q src"],
         ),
-        task("feature_wait", "B", "Add a test that waits for the kernel cache.", test_timeout=20),
+        task("feature_wait", "B", "Add a test that waits for the kernel cache.", test_timeout=10),
     ]
 
 
