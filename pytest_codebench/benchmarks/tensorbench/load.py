@@ -159,9 +159,13 @@ def baseline_limits(tasks: Mapping[str, Task]) -> dict[str, float]:
     for task in tasks.values():
         commit = task.record.get("base_commit")
         if task.error is None and isinstance(commit, str):
-            limit = float(task.record.get("test_timeout") or DEFAULT_TEST_TIMEOUT)
-            limits[commit] = max(limits.get(commit, 0.0), limit)
+            limits[commit] = max(limits.get(commit, 0.0), task_time_limit(task))
     return limits
+
+
+def task_time_limit(task: Task) -> float:
+    """The task's ``test_timeout`` in seconds, TensorBench's own where it gives none."""
+    return float(task.record.get("test_timeout") or DEFAULT_TEST_TIMEOUT)
 
 
 def gold_samples(path: Path, tasks: dict[str, Task]) -> list[Sample]:
@@ -179,7 +183,7 @@ def gold_samples(path: Path, tasks: dict[str, Task]) -> list[Sample]:
 
 def _case(tasks: dict[str, Task], sample: Sample, number: int) -> Case:
     task = tasks.get(sample.task_id, Task({}, 0))
-    timeout = float(task.record.get("test_timeout") or DEFAULT_TEST_TIMEOUT)
+    timeout = task_time_limit(task)
     commit = str(task.record.get("base_commit", ""))
     return Case(
         id=f"{sample.task_id}[{number}]",
