@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 
 import docker
@@ -411,3 +413,18 @@ def test_the_images_declare_their_base_and_needs():
         ["nvcc"],
     )
     assert declared((images / "pie.Dockerfile").read_text()) == ("python:3.11-slim", [])
+
+
+def test_a_run_that_uses_no_docker_does_not_import_its_sdk() -> None:
+    # Every pytest process and xdist worker loads each runner's class for its options: the SDK
+    # (with requests and urllib3, some 0.05 s of a 0.5 s start) is imported where a run first
+    # talks to an engine, not there.
+    script = (
+        "import sys\n"
+        "from pytest_codebench import plugin\n"
+        "from pytest_codebench.runners import get_runner_class\n"
+        "plugin._all_options(); get_runner_class('docker')\n"
+        "print(sorted(name for name in ('docker', 'requests', 'urllib3') if name in sys.modules))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "[]", result.stdout + result.stderr

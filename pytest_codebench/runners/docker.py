@@ -30,11 +30,6 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import docker
-import docker.errors
-from docker.types import DeviceRequest, LogConfig, Ulimit
-from docker.utils import parse_repository_tag
-
 from ..context import RunContext
 from ..errors import HarnessError
 from ..options import BENCHMARK, ENV, Option, positive
@@ -43,11 +38,12 @@ from .docker_case_images import REGISTRY, find, require
 from .docker_engine import connect, engine_id
 from .docker_images import DOCKER_BASE, IMAGE, ImageChoice, ImageChooser, choose, digest, engine_error
 from .docker_streams import Waiter, feed, kill, pump
-from .docker_sweep import ENGINE_ERRORS, RUN_LABEL, container_labels, sweep_stale
+from .docker_sweep import RUN_LABEL, container_labels, engine_errors, sweep_stale
 from .podman import container_limits, is_podman, is_rootless
 from .quota import QUOTA_OPTIONS, entries, parse_size, quota_limits, watch
 
 if TYPE_CHECKING:
+    import docker
     from typing_extensions import Unpack
 
 NOBODY = 65534
@@ -55,7 +51,7 @@ WORKSPACE = "/workspace"
 RECIPE_DIR = "/opt/codebench/recipe"
 ENV_PREFIX = "/opt/codebench/env"
 # Docker's own log of a container is kept small: the runner streams the output as it comes.
-LOG_CONFIG = LogConfig(type=LogConfig.types.JSON, config={"max-size": "1m", "max-file": "1"})
+LOG_CONFIG = {"type": "json-file", "config": {"max-size": "1m", "max-file": "1"}}
 #: A container's own deadline is its command's budget plus this: the runner kills it first
 #: while it lives; the deadline is for when the runner is gone.
 DEADLINE_SLACK = 10
@@ -108,6 +104,9 @@ class DockerRunner(Runner):
             "pids_limit": settings[DOCKER_PIDS],
             "tmpfs": {"/tmp": f"size={settings[DOCKER_TMPFS]},mode=1777"},
         }
+        # The SDK is imported here, where a run first talks to an engine: see docker_sweep.engine_errors.
+        from docker.types import Ulimit
+
         rlimits = [Ulimit(name="fsize", soft=max_file, hard=max_file)]
         self.quota = quota_limits(settings)
         self.client = connect()
@@ -195,10 +194,10 @@ class DockerRunner(Runner):
                 read_only=True,
                 labels=container_labels(self.run_id, budget),
                 log_config=LOG_CONFIG,
-                device_requests=[DeviceRequest(device_ids=[gpu], capabilities=[["gpu"]])] if gpu else None,
+                device_requests=[{"device_ids": [gpu], "capabilities": [["gpu"]]}] if gpu else None,
                 **self.limits,
             )
-        except ENGINE_ERRORS as exc:
+        except engine_errors() as exc:
             raise engine_error(exc) from None
         try:
             # The workspace is this machine's disk: past its quota the container dies.
@@ -212,10 +211,12 @@ class DockerRunner(Runner):
         finally:
             try:
                 container.remove(force=True)
-            except ENGINE_ERRORS:
+            except engine_errors():
                 pass  # the engine is gone; the controller's sweep will find it
 
     def _run(self, container: Any, command: str, timeout: float, cap: OutputCap, stdin: bytes | None) -> RunResult:
+        import docker.errors
+
         started = time.monotonic()
         try:
             stream = container.attach(stdout=True, stderr=True, stream=True, logs=True)
@@ -236,7 +237,7 @@ class DockerRunner(Runner):
                     f"the Docker engine cannot give containers a GPU (no NVIDIA runtime): {exc}"
                 ) from None
             raise engine_error(exc) from None
-        except ENGINE_ERRORS as exc:
+        except engine_errors() as exc:
             raise engine_error(exc) from None
         # Our own clock: the SDK's HTTP timeout reads, over a unix socket, like a dead engine.
         waiter = Waiter(container)
@@ -297,6 +298,8 @@ class DockerRunner(Runner):
         ``--codebench-docker-base``), or else on the benchmark's image, installing the
         recipe at /opt/codebench/env."""
         # The tag names the image it is built on: a new base gives new environments.
+        from docker.utils import parse_repository_tag
+
         tag = f"{parse_repository_tag(self.image)[0]}-env:{key[:32]}-{digest(self.image)}"
         own = (recipe / "Dockerfile").exists()
         if not own:
@@ -310,6 +313,8 @@ class DockerRunner(Runner):
 
     def probe_gpus(self) -> GpuProbe:
         """Ask nvidia-smi inside a container given every GPU: what a test would see."""
+        import docker.errors
+
         query = "nvidia-smi --query-gpu=index,name,compute_cap --format=csv,noheader"
         try:
             self._check_deadline(self.image)
@@ -319,7 +324,7 @@ class DockerRunner(Runner):
             container = self.client.containers.create(
                 self.image,
                 [*DEADLINE, str(PROBE_TIMEOUT + DEADLINE_SLACK), "/bin/sh", "-c", query],
-                device_requests=[DeviceRequest(count=-1, capabilities=[["gpu"]])],
+                device_requests=[{"count": -1, "capabilities": [["gpu"]]}],
                 volumes=self.mounts,
                 network_mode="none",
                 labels=container_labels(self.run_id, PROBE_TIMEOUT + DEADLINE_SLACK),
@@ -335,7 +340,7 @@ class DockerRunner(Runner):
             if "could not select device driver" in str(exc):
                 return {"error": "the Docker engine cannot give containers a GPU (no NVIDIA runtime)"}
             return {"error": f"no GPU in the container: {exc}"}
-        except ENGINE_ERRORS as exc:
+        except engine_errors() as exc:
             return {"error": f"the Docker engine failed: {exc}"}
         gpus: list[Gpu] = []
         for line in output.strip().splitlines():
@@ -354,7 +359,7 @@ class DockerRunner(Runner):
             for container in client.containers.list(all=True, filters={"label": f"{RUN_LABEL}={context.run_dir.name}"}):
                 container.remove(force=True)
             client.close()
-        except (HarnessError, *ENGINE_ERRORS):
+        except engine_errors() + (HarnessError,):
             pass  # nothing can be swept from an engine that is gone
 
 

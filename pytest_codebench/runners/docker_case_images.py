@@ -22,15 +22,16 @@ with the name and the ways to get it.
 
 from __future__ import annotations
 
-from typing import TypedDict
-
-import docker
+from typing import TYPE_CHECKING, TypedDict
 
 from ..context import RunContext
 from ..options import Option
 from . import ImageUnavailable
 from .docker_engine import engine_address
 from .docker_images import ImageChooser, digest
+
+if TYPE_CHECKING:
+    import docker
 
 
 class Found(TypedDict, total=False):

@@ -12,12 +12,14 @@ from __future__ import annotations
 import hashlib
 import os
 import socket
-
-import docker
+from typing import TYPE_CHECKING
 
 from ..errors import HarnessError
-from .docker_sweep import ENGINE_ERRORS
+from .docker_sweep import engine_errors
 from .podman import is_podman
+
+if TYPE_CHECKING:
+    import docker
 
 
 def engine_address() -> str:
@@ -29,10 +31,12 @@ def engine_address() -> str:
 def connect() -> docker.DockerClient:
     """A client of the engine DOCKER_HOST names (or the local socket), checked to answer. The
     error names the engine and this host: under xdist, each worker has its own."""
+    import docker  # here, not at start-up: see docker_sweep.engine_errors
+
     try:
         client = docker.from_env(version="auto", timeout=120)
         client.ping()
-    except ENGINE_ERRORS as exc:
+    except engine_errors() as exc:
         raise HarnessError(f"no Docker engine answers at {engine_address()} on {socket.gethostname()}: {exc}") from None
     return client
 
@@ -42,7 +46,7 @@ def engine_id(client: docker.DockerClient) -> str:
     over every address that reaches it), else its address."""
     try:
         info = client.info()
-    except ENGINE_ERRORS as exc:
+    except engine_errors() as exc:
         raise HarnessError(f"the Docker engine at {engine_address()} failed: {exc}") from None
     ident = str(info.get("ID") or "")
     if is_podman(client):

@@ -30,19 +30,17 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import docker
-import docker.errors
-import requests.exceptions
-from docker.utils import parse_repository_tag
 from filelock import FileLock
 
 from .. import __version__
 from ..errors import HarnessError
 from ..options import text_option
-from .docker_sweep import ENGINE_ERRORS, lifetime_labels
+from .docker_sweep import engine_errors, lifetime_labels
 from .podman import container_limits, is_podman
 
 if TYPE_CHECKING:
+    import docker
+
     from ..context import RunContext
 
 IMAGE = text_option(
@@ -186,11 +184,13 @@ class ImageChooser:
         self.pull_error = ""
 
     def image_id(self, image: str) -> str | None:
+        import docker.errors  # here, not at start-up: see docker_sweep.engine_errors
+
         try:
             return str(self.client.images.get(image).id)
         except docker.errors.ImageNotFound:
             return None
-        except ENGINE_ERRORS as exc:
+        except engine_errors() as exc:
             raise engine_error(exc) from None
 
     def build(self, tag: str, context: Path | None, dockerfile: str, buildargs: dict[str, str]) -> None:
@@ -202,12 +202,14 @@ class ImageChooser:
             source: dict[str, Any] = {"path": str(context), "dockerfile": dockerfile}
             if context is None:  # a generated Dockerfile, no build context
                 source = {"fileobj": io.BytesIO(dockerfile.encode())}
+            import docker.errors
+
             try:
                 self.client.images.build(**source, tag=tag, buildargs=buildargs, rm=True)
             except docker.errors.BuildError as exc:
                 log = "".join(str(line.get("stream", line.get("error", ""))) for line in exc.build_log)
                 raise HarnessError(f"building {tag} failed: {exc}\n{log[-2000:]}") from None
-            except ENGINE_ERRORS as exc:
+            except engine_errors() as exc:
                 raise engine_error(exc) from None
 
     def obtain(self, image: str) -> str | None:
@@ -215,13 +217,16 @@ class ImageChooser:
         found = self.image_id(image)
         if found is not None:
             return found
+        import docker.errors
+        from docker.utils import parse_repository_tag
+
         repository, tag = parse_repository_tag(image)
         try:
             self.client.images.pull(repository, tag=tag or "latest")
         except docker.errors.APIError as exc:
             self.pull_error = str(exc.explanation or exc).splitlines()[0][:200]
             return None
-        except ENGINE_ERRORS as exc:
+        except engine_errors() as exc:
             raise engine_error(exc) from None
         return self.image_id(image)
 
@@ -253,6 +258,8 @@ class ImageChooser:
         """Whether ``command`` is on the image's PATH. Its exit status is waited for, never its
         output followed: podman's compatible API may never end the log stream of a container that
         exited before the stream began (containers.run hung there until pytest-timeout)."""
+        import requests.exceptions
+
         try:
             container = self.client.containers.create(
                 image,
@@ -267,12 +274,14 @@ class ImageChooser:
                 status = container.wait(timeout=HAS_BUDGET)["StatusCode"]
             finally:
                 container.remove(force=True)
-        except (*ENGINE_ERRORS, requests.exceptions.RequestException) as exc:
+        except engine_errors() + (requests.exceptions.RequestException,) as exc:
             raise engine_error(exc) from None
         return bool(status == 0)
 
     def with_host_toolkit(self, image: str, need: str, toolkit: HostToolkit) -> str:
         """An image FROM ``image`` whose PATH and LD_LIBRARY_PATH reach the toolkit's mount."""
+        from docker.utils import parse_repository_tag
+
         repository, _ = parse_repository_tag(image)
         key = digest(self.image_id(image) or image, toolkit.root, toolkit.bin, *toolkit.library_dirs, toolkit.release)
         tag = f"{repository}-host-{need}:{__version__}-{key}"

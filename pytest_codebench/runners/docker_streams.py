@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from . import OutputCap
-from .docker_sweep import ENGINE_ERRORS
+from .docker_sweep import engine_errors
 
 
 def pump(stream: Iterable[bytes], cap: OutputCap) -> None:
@@ -34,7 +34,7 @@ def feed(attached: Any, data: bytes) -> None:
 def kill(container: Any) -> None:
     try:
         container.kill()
-    except ENGINE_ERRORS:
+    except engine_errors():
         pass  # already gone, or the engine is: the waiter says which
 
 
@@ -50,5 +50,5 @@ class Waiter(threading.Thread):
     def run(self) -> None:
         try:
             self.exit_code = self.container.wait()["StatusCode"]
-        except ENGINE_ERRORS as exc:
+        except engine_errors() as exc:
             self.error = exc

@@ -14,11 +14,7 @@ import calendar
 import functools
 import os
 import time
-from typing import Any
-
-import docker
-import docker.errors
-import requests.exceptions
+from typing import TYPE_CHECKING, Any
 
 RUN_LABEL = "pytest-codebench.run"
 DEADLINE_LABEL = "pytest-codebench.deadline"
@@ -27,8 +23,20 @@ OWNER_LABEL = "pytest-codebench.owner"
 # this long ago (seconds).
 LEGACY_STOPPED = 600
 LEGACY_LIFETIME = 86400
-# Errors the SDK raises when the daemon is gone or stops answering.
-ENGINE_ERRORS = (docker.errors.DockerException, requests.exceptions.ConnectionError)
+if TYPE_CHECKING:
+    import docker
+
+
+@functools.cache
+def engine_errors() -> tuple[type[Exception], ...]:
+    """The errors the SDK raises when the daemon is gone or stops answering. The SDK is imported
+    here, where a run first talks to an engine, and in the functions that call it, never when the
+    runner's class is loaded for its options: with requests and urllib3 it takes some 0.1 s,
+    which every pytest process and xdist worker paid at start-up, Docker or not."""
+    import docker.errors
+    import requests.exceptions
+
+    return (docker.errors.DockerException, requests.exceptions.ConnectionError)
 
 
 def _read(path: str) -> str:
@@ -114,7 +122,7 @@ def sweep_stale(client: docker.DockerClient, run_id: str) -> int:
     now = time.time()
     try:
         containers: list[Any] = client.containers.list(all=True, filters={"label": RUN_LABEL})
-    except ENGINE_ERRORS:
+    except engine_errors():
         return 0  # the run itself will say that the engine fails
     for container in containers:
         labels = container.labels or {}
@@ -123,6 +131,6 @@ def sweep_stale(client: docker.DockerClient, run_id: str) -> int:
         try:
             container.remove(force=True)
             removed += 1
-        except ENGINE_ERRORS:
+        except engine_errors():
             pass  # removed meanwhile by another run's sweep
     return removed

@@ -13,11 +13,13 @@ below it; the container's pids limit (--codebench-docker-pids) is what bounds it
 from __future__ import annotations
 
 import resource
+from typing import TYPE_CHECKING
 
-import docker
-from docker.types import Ulimit
+from .docker_sweep import engine_errors
 
-from .docker_sweep import ENGINE_ERRORS
+if TYPE_CHECKING:
+    import docker
+    from docker.types import Ulimit
 
 # The largest limits runc may set under podman without CAP_SYS_RESOURCE: podman's own default
 # for files, and what it gives conmon (the parent of runc) for processes.
@@ -28,7 +30,7 @@ def is_podman(client: docker.DockerClient) -> bool:
     """Whether the engine ``client`` talks to is podman (its version names a Podman Engine)."""
     try:
         components = client.version().get("Components") or []
-    except ENGINE_ERRORS:
+    except engine_errors():
         return False  # the next call to the engine says what is wrong with it
     return any("podman" in str(component.get("Name", "")).lower() for component in components)
 
@@ -38,7 +40,7 @@ def is_rootless(client: docker.DockerClient) -> bool:
     container's root is that user on this machine and every other id one of its subordinate ids."""
     try:
         info = client.info()
-    except ENGINE_ERRORS:
+    except engine_errors():
         return False  # the next call to the engine says what is wrong with it
     return bool(info.get("Rootless")) or any("name=rootless" in str(o) for o in info.get("SecurityOptions") or ())
 
@@ -48,6 +50,8 @@ def container_limits(podman: bool) -> list[Ulimit]:
     podman, this process's own hard limits, capped at :data:`CEILINGS`."""
     if not podman:
         return []
+    from docker.types import Ulimit  # here, not at start-up: see docker_sweep.engine_errors
+
     limits = []
     for name, (which, ceiling) in CEILINGS.items():
         hard = resource.getrlimit(which)[1]
