@@ -329,4 +329,7 @@ MAX_SPEEDUP = Option(
     "X",
     ini_type="float",
 )
-ACCEPT_SUSPECT = bool_option("accept-suspect", "Count suspect speedups in the geomean and fast_p.")
+# Not a grading setting: a verdict says whether its speedup is suspect either way; this only
+# decides whether the scores count it. A re-run to count them is served from the verdict store,
+# not timed again (hours, for a sweep with --codebench-perf).
+ACCEPT_SUSPECT = bool_option("accept-suspect", "Count suspect speedups in the geomean and fast_p.", grading=False)
