@@ -131,6 +131,13 @@ def junit_items(path: Path) -> dict[str, dict[str, Any]]:
     return items
 
 
+def junit_suite(path: Path) -> dict[str, str]:
+    """The run's own properties (its score, intervals...) from a JUnit XML file's test suite."""
+    suite = ET.parse(path).getroot().find("testsuite")
+    assert suite is not None, f"{path} has no testsuite"
+    return {prop.get("name", ""): prop.get("value", "") for prop in suite.iterfind("properties/property")}
+
+
 @pytest.fixture
 def codebench(pytester: pytest.Pytester, xdist_args: list[str]) -> Callable[..., Run]:
     """Runs ``pytest --codebench=computeeval ARGS`` in the pytester directory, with and without xdist."""

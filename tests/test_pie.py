@@ -16,7 +16,7 @@ import packs
 import pytest
 import yaml
 
-from conftest import PieRun, Run
+from conftest import PieRun, Run, junit_suite
 from pytest_codebench.benchmarks.pie import accuracy, normalise_code
 from pytest_codebench.benchmarks.pie.config import EvalConfig, overrides, read_config
 from pytest_codebench.benchmarks.pie.load import PieRow
@@ -206,6 +206,41 @@ def test_pies_report_and_the_json_report(pytester: pytest.Pytester, pie: PieRun)
     metrics = json.loads(report.read_text())["metrics"]
     assert metrics["best@1"]["correct"] == 0.0 and metrics["best@1"]["mean_speedup"] == 1.0
     assert metrics["best@2"]["correct"] == 100.0 and metrics["best@2"]["mean_speedup"] > 1.1
+
+
+def test_a_row_without_a_correct_candidate_is_never_optimized() -> None:
+    """PIE gives such a row a speedup of 1.0 for the mean: at a bar of 1.0 it must not count."""
+    rows: dict[str, list[float | None]] = {"p1/a": [None], "p2/b": [None], "p3/c": [1.0]}
+    best = best_at_k(rows, 1, bar=1.0)
+    assert (best["correct"], best["optimized"], best["mean_speedup"]) == (pytest.approx(100 / 3), 0.0, 1.0)
+    assert best["optimized_at_bar"] == pytest.approx(100 / 3)  # only the correct one, at 1.0x
+
+
+def test_a_broken_models_score_is_pies_optimized_everywhere(pytester: pytest.Pytester, pie: PieRun) -> None:
+    """A model that hangs on one row and crashes on another is optimized on one row of three:
+    the gate, the JSON report's score and JUnit's all say PIE's %Optimized (1.10x), as the
+    terminal does, whatever the user's bar (here the default, 1.0)."""
+    references = [
+        {"problem_id": f"p{i}", "submission_id_v0": f"s{i}", "language": "python", "input": SLOW + f"#{i}\n"}
+        for i in (1, 2, 3)
+    ]
+    rows = [
+        {"input": SLOW + f"#{i}\n", "generated_answers": [answer]} for i, answer in ((1, HANG), (2, CRASH), (3, FAST))
+    ]
+    report = pytester.path / "report.json"
+    run = pie(
+        write_pie(pytester.path, rows, references), "--codebench-report", str(report), "--codebench-fail-under", "90"
+    )
+    assert categories(run) == {"p1/s1[0]": "test_timeout", "p2/s2[0]": "runtime_error", "p3/s3[0]": "passed"}
+    third = f"{100 / 3:.2f}%"
+    run.result.stdout.fnmatch_lines(
+        [
+            f"best@1: %Correct {third} *, %Optimized(1.10) {third} *, %Optimized(1) {third} *",
+            f"fail-under 90%: score {third}*, NOT met",
+        ]
+    )
+    assert json.loads(report.read_text())["score"] == pytest.approx(100 / 3)
+    assert junit_suite(pytester.path / "junit.xml")["score"] == f"{100 / 3:.2f}"
 
 
 def test_config_keys_are_pies_and_can_be_overridden(pytester: pytest.Pytester, pie: PieRun) -> None:
