@@ -13,7 +13,7 @@ import math
 
 import pytest
 
-from pytest_codebench.benchmarks.computeeval.perf.scores import describe_perf, perf_metrics, perf_scores
+from pytest_codebench.benchmarks.computeeval.perf.scores import CANNOT_TIME, describe_perf, perf_metrics, perf_scores
 from pytest_codebench.cases import Case
 from pytest_codebench.reports.reporting import ItemResult, item_result
 from pytest_codebench.verdict import Outcome, Verdict
@@ -132,6 +132,25 @@ def test_a_problem_skipped_on_every_passed_sample_leaves_fast_p_but_a_failed_one
 def test_a_problem_with_one_sample_measured_is_not_skipped():
     results = [item("A", 0, perf_skipped="the reference's benchmark fails here"), timed("A", 1.2, 1)]
     assert at(results, k=2)["problems"] == 1 and at(results, k=2)["fast_p"]["1.0"] == 100.0
+
+
+def test_a_problem_this_machine_cannot_time_is_out_of_every_aggregate():
+    """Its reference against itself spreads too wide here: a no-edit sample's exact 1.0 must
+    not bring it back into fast_p's denominator (`fast_1.0 0.00% of 2 problems` beside a
+    calibration line saying 0 of 2 can be timed)."""
+    cannot = {"perf_mode": "process", "aa_low": 0.71, "aa_high": 1.52, "perf_skipped": f"{CANNOT_TIME} (wide)"}
+    no_edit = {"speedup": 1.0, "speedup_low": 1.0, "speedup_high": 1.0, "perf_no_edit": "the reference's code"}
+    results = [made for task in ("A", "B") for made in (item(task, 0, **no_edit), item(task, 1, **cannot))]
+    results.append(timed("C", 2.0, speedup_low=1.6, aa_low=0.98, aa_high=1.02))
+    for k in (1, 2):
+        score = at(results, k)
+        assert (score["problems"], score["speedups"], score["fast_p"]["1.0"]) == (1, 1, 100.0), k
+    metrics = perf_metrics(results, [1], accept_suspect=False)
+    assert list(metrics["calibration"]["untimeable"]) == ["A", "B"]
+    assert "fast_1.0 100.00% [" not in describe_perf(metrics)[0]  # one problem: no interval
+    assert describe_perf(metrics)[0].endswith("fast_2.0 0.00% (of 1 problem)")
+    alone = perf_metrics(results[:4], [1], accept_suspect=False)["best_at_k"]["1"]
+    assert (alone["problems"], alone["fast_p"]) == (0, {})
 
 
 def test_a_problem_without_a_benchmark_is_left_out_and_counted():

@@ -28,6 +28,9 @@ Which problems count:
   without a ``benchmark_command``. A problem that failed correctness is in the denominator,
   not fast; so is a problem whose suspect speedup is not accepted. Leaving either out would
   let a model raise fast_p by failing, or by faking.
+- A problem this machine cannot time (its reference against itself spreads too wide:
+  ``perf.floor``) is out of fast_p and the geomean at every k, whatever its samples carry, a
+  no-edit sample's exact 1.0 included; the calibration names it.
 - A problem without a ``benchmark_command`` has no perf figures at all. It is told apart by a
   passed item that carries none; it is left out of fast_p and the geomean, and counted
   (``no_benchmark``). A problem none of whose items passed or carries a perf figure cannot be
@@ -180,8 +183,10 @@ def perf_metrics(
     metrics["no_benchmark"] = sorted(
         task for task, samples in problems.items() if task not in benchmarked and any(s.passed for s in samples)
     )
-    for task in metrics["no_benchmark"]:
-        del problems[task]
+    # A problem this machine cannot time is out of every aggregate, whatever its samples carry:
+    # a no-edit sample's exact 1.0 (never timed) would otherwise count it, never fast.
+    for task in [*metrics["no_benchmark"], *metrics["calibration"]["untimeable"]]:
+        problems.pop(task, None)
     for k in ks:
         overall = _score(problems.values(), k)
         by_group: dict[str, list[list[_Sample]]] = defaultdict(list)
