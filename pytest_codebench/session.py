@@ -18,7 +18,7 @@ from .items import CodebenchItem, DatasetFile, place_skip
 from .options import ALLOW_ERRORS, FAIL_UNDER, HTML, KEEP_LOGS, MARKDOWN, REPORT, RUNNER, SHARD, Settings
 from .reports import markdown
 from .reports.comparison import ModelSummary, model_summaries, table, text_table
-from .reports.gate import gate_lines
+from .reports.gate import CANNOT_JUDGE, Gate, gate_lines
 from .reports.harness import harness_version
 from .reports.html import write_html
 from .reports.junit_suite import add_to_junit
@@ -208,10 +208,11 @@ class CodebenchSession:
             whole = ModelSummary(self.summary, counts(self.results))
             text = markdown.report(self.benchmark, dataset, whole, self.models)
             markdown.publish(Path(markdown_path), text + comparison_markdown(self.comparisons))
-        met = self.fail_under_met
+        gate = self.fail_under()
         # Only a run that graded decides by score: interruptions and usage errors stand.
-        if met is not None and exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
-            session.exitstatus = pytest.ExitCode.OK if met else pytest.ExitCode.TESTS_FAILED
+        if gate is not None and exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
+            missed, cannot = pytest.ExitCode.TESTS_FAILED, CANNOT_JUDGE
+            session.exitstatus = missed if gate.missed else cannot if gate.unjudged else pytest.ExitCode.OK
 
     def run_info(self) -> RunInfo:
         runner = {"runner": self.runner_info} if self.runner_info else {}
@@ -228,16 +229,10 @@ class CodebenchSession:
             "wall_seconds": round(time.time() - self.started, 3),
         }
 
-    @property
-    def fail_under_met(self) -> bool | None:
-        """Whether the scores reach ``--codebench-fail-under`` (None when not asked; in a sweep
-        each model's own) and, unless ``--codebench-allow-errors``, no item ended in a harness error."""
-        gate = self.fail_under()
-        return None if gate is None else not gate[1]
-
-    def fail_under(self) -> tuple[list[str], list[str]] | None:
-        """``--codebench-fail-under``'s lines and why it is not met (:func:`.gate.gate_lines`);
-        None when not asked."""
+    def fail_under(self) -> Gate | None:
+        """``--codebench-fail-under``'s account (:func:`.gate.gate_lines`: in a sweep each model
+        on its own score; unless ``--codebench-allow-errors``, a harness error misses it); None
+        when not asked."""
         if not self.settings[FAIL_UNDER] or self.summary is None:
             return None
         errors = sorted(result["id"] for result in self.results if outcome_of(result) is Outcome.ERROR)
@@ -263,10 +258,12 @@ class CodebenchSession:
                 write(line)
         gate = self.fail_under()
         if gate is not None:
-            for line in gate[0]:
+            for line in gate.lines:
                 write(line)
-            if gate[1]:
-                write("fail-under NOT met because " + "; and ".join(gate[1]))
+            if gate.missed:
+                write("fail-under NOT met because " + "; and ".join(gate.missed))
+            elif gate.unjudged:
+                write(f"fail-under cannot judge here (exit status {CANNOT_JUDGE}): " + "; and ".join(gate.unjudged))
         for line in reuse_lines(self.results, self.reuse):
             write(line)
         ignored = ignored_line(self.context)

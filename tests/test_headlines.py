@@ -3,40 +3,68 @@ no sample can pass, and PIE's %Correct beside failed items."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 
 import packs
 import pytest
+from test_html_data import read_data
 from test_pie import SLOW, WRONG, write_pie
 
-from conftest import Run
+from conftest import Run, junit_suite
 from pytest_codebench.benchmarks.computeeval.summary import NO_GPU, summarize, table_cells
 from pytest_codebench.cases import Case
 from pytest_codebench.options import Settings
+from pytest_codebench.reports.gate import CANNOT_JUDGE
 from pytest_codebench.reports.reporting import ItemResult, item_result
 from pytest_codebench.verdict import Outcome, Verdict
 
 BROKEN = '#include "add.h"\nint add(int a, int b) { retrun a + b; }\n'
 
 
-def test_without_a_gpu_the_headline_says_no_sample_could_pass_and_what_was_graded(
+def test_without_a_gpu_no_output_gives_a_score_and_the_gate_cannot_judge(
     pytester: pytest.Pytester, codebench: Callable[..., Run]
 ) -> None:
+    """Once one sample fails to build, pass@1 over what was graded is 0% by construction: the
+    headline says what it is over, and the score is none, with the machine's reason, in the
+    JSON report, JUnit, the markdown and the page; the gate answers "cannot judge here"."""
     problems = [packs.problem("T/1"), packs.problem("T/2"), packs.problem("T/3")]
     answers = [packs.solution("T/1"), packs.solution("T/2", BROKEN), packs.solution("T/3")]
-    run = codebench(*packs.pack_args(pytester.path, problems, answers), "--codebench-store", "off")
+    outputs = ["--codebench-report", "r.json", "--codebench-markdown", "r.md", "--codebench-html", "page"]
+    args = packs.pack_args(pytester.path, problems, answers)
+    run = codebench(*args, "--codebench-store", "off", "--codebench-fail-under", "40,pass@2=10", *outputs)
     assert {name: item["properties"]["category"] for name, item in run.items.items()} == {
         "T/1[0]": "skipped",
         "T/2[0]": "build_error",
         "T/3[0]": "skipped",
     }
+    reason = f"{NO_GPU}: no sample could be graded to a pass here"
     run.result.stdout.fnmatch_lines(
         [
             "all problems: no sample could be graded to a pass here (no usable CUDA GPU); pass@1 0.00% over the 1 of 3"
             " problems graded, only to failures found before a GPU was needed",
+            "fail-under 40%: score n/a, cannot judge here",
+            "fail-under pass@2=10%: pass@2 n/a, cannot judge here",
+            f"fail-under cannot judge here (exit status {CANNOT_JUDGE}): {reason}; and {reason}",
         ]
     )
     assert "pass@1 0.00% (1 problem)" not in run.output
+    assert run.result.ret == CANNOT_JUDGE
+    report = json.loads((pytester.path / "r.json").read_text())
+    assert (report["score"], report["no_score"], report["intervals"]) == (None, reason, {})
+    suite = junit_suite(pytester.path / "junit.xml")
+    assert suite["no_score"] == reason and not {"score", "pass@1"} & set(suite)
+    assert "| no GPU |" in (pytester.path / "r.md").read_text()
+    _, overview = read_data(pytester.path / "page" / "data" / "overview.js")
+    (row,) = overview["leaderboard"]
+    assert row["no_score"] == reason and row["metrics"][0] == {
+        "name": "pass@1",
+        "value": None,
+        "low": None,
+        "high": None,
+        "unit": "%",
+    }
+    assert all(cell == [None, None, None] for group in overview["groups"]["rows"] for cell in group["cells"])
 
 
 def test_pie_says_which_failed_items_its_correct_counts_and_why_the_others_failed(
@@ -76,7 +104,8 @@ def test_without_a_gpu_a_models_row_says_no_gpu_rather_than_zero() -> None:
     skipped = Verdict(Outcome.SKIPPED, f"{NO_GPU}; build ok in 1.0 s (none found)", excused=True)
     results = [result("T/1", skipped), result("T/2", Verdict(Outcome.BUILD_ERROR, "retrun"))]
     summary = summarize(results, Settings({}))
-    assert summary.metrics["no_pass_here"] and summary.score == 0.0  # the gate still sees no pass
+    assert summary.metrics["no_pass_here"] and summary.score is None
+    assert summary.no_score == f"{NO_GPU}: no sample could be graded to a pass here"
     cells = {"pass@1": "0.00%", "g pass@1": "0.00%", "items": "2"}
     assert table_cells(cells, summary.metrics) == {"pass@1": "no GPU", "g pass@1": "no GPU", "items": "2"}
     # With a GPU (no such skip) the row keeps its figures.

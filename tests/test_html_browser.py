@@ -16,9 +16,11 @@ from typing import Any
 from urllib.parse import quote
 
 import pytest
+import test_html_data as made_up
 from browser import Browser, BrowserError, Tab
 
 from conftest import XDIST_MODES
+from pytest_codebench.reports.html import write_html
 
 # The bundled sample's rows graded and timed (a minute or so on a busy 2-core machine), once per
 # xdist mode and once for the shards: `pytest -m "not slow"` leaves them out while developing.
@@ -404,3 +406,22 @@ def test_shard_reports_make_one_page_with_every_item_that_can_move(
         open_view(tab, merged, item_route(crash["nodeid"]))
         assert "# exit code 3" in "".join(tab.evaluate(LOGS).values())
         assert tab.errors == []
+
+
+def test_a_run_without_a_score_says_why_beside_the_model(browser: Browser, tmp_path: Path) -> None:
+    """No GPU: the leaderboard names the reason and leaves pass@1 empty, never 0% (the page of a
+    made-up report: tests/test_headlines.py checks that a real run's report says the same)."""
+    reason = "no usable CUDA GPU: no sample could be graded to a pass here"
+    items = [made_up.item("T/1", None, 0, "skipped"), made_up.item("T/2", None, 0, "build_error")]
+    metrics = {"pass@k": {"1": 0.0}, "problems": 1, "excluded": ["T/1"], "no_pass_here": True}
+    write_html(
+        made_up.report(items, metrics=metrics, counts={"build_error": 1, "skipped": 1}, score=None, no_score=reason),
+        tmp_path,
+    )
+    with browser.tab() as tab:
+        tab.open((tmp_path / "index.html").as_uri() + "#/", "#/")
+        assert tab.errors == []
+        said = tab.evaluate('document.querySelector("#leaderboard [data-field=no-score]").textContent')
+        assert said == f"no score here: {reason}"
+        (cell,) = [cell for cell in leaderboard(tab) if cell["metric"] == "pass@1"]
+        assert (cell["value"], cell["text"]) == ("", "–")

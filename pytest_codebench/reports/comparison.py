@@ -35,6 +35,7 @@ class ModelSummary:
         summary = self.summary
         return {
             "score": summary.score,
+            "no_score": summary.no_score,
             "scores": summary.scores,
             "intervals": summary.intervals,
             "metrics": summary.metrics,

@@ -8,6 +8,10 @@ several of them. ``:lower`` after a bar compares the lower end of the score's 95
 In a sweep every bar that names no model applies to each model on its own score, never to the
 pooled figure of all models' samples: one strong model must not carry a weak one through the
 gate. A bar naming a model replaces, for that model, a bar of the same score that names none.
+
+A gate has three answers: met (exit status 0), NOT met (1), and cannot judge here
+(:data:`CANNOT_JUDGE`, 6): a bar on a score this machine could not compute (``Summary.no_score``:
+no GPU) is neither met nor missed, and a run whose bars are otherwise met says so by its status.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Mapping, Sequence
+from typing import NamedTuple
 
 import pytest
 
@@ -43,6 +48,18 @@ class Check:
 
 # pass@K names a score of every benchmark that reports pass@k (``pass@1=40:lower``).
 PASS_AT = re.compile(r"pass@(\d+)")
+# The exit status of a run whose gate cannot judge here: none of pytest's (0 to 5), so that CI
+# tells "this machine cannot say" from "the model missed the bar".
+CANNOT_JUDGE = 6
+
+
+class Gate(NamedTuple):
+    """The gate's account: a line per comparison; why it is not met (empty when it is not
+    missed); why a bar cannot be judged here."""
+
+    lines: list[str]
+    missed: list[str]
+    unjudged: list[str]
 
 
 def validate_fail_under(bars: list[Threshold], models: Sequence[str], score_names: Sequence[str], where: str) -> None:
@@ -93,6 +110,14 @@ def compared_score(check: Check, summary: Summary) -> float | None:
     return summary.scores.get(check.score)
 
 
+def unjudged(check: Check, summary: Summary) -> str | None:
+    """Why ``check`` cannot be judged on this machine: it compares the score (or pass@K) of a
+    summary that has none for the machine's reason. None when it can be."""
+    if summary.no_score is None or (check.score is not None and not PASS_AT.fullmatch(check.score)):
+        return None
+    return f"{check.model + ': ' if check.model else ''}{summary.no_score}"
+
+
 def shortfall(check: Check, summary: Summary) -> str | None:
     """Why ``summary`` misses ``check``; None when it meets it. A named score the run did not
     report misses, saying which it has: a typo must not pass a gate silently."""
@@ -118,14 +143,19 @@ def gate_lines(
     models: Mapping[str, ModelSummary],
     errors: list[str],
     allow_errors: bool,
-) -> tuple[list[str], list[str]]:
-    """(one line per comparison, saying the score and whether it is met; why the gate is not
-    met, nothing when it is). ``errors``: the ids of items that ended in a harness error, which
-    fail it unless ``allow_errors``."""
-    lines, why = [], []
+) -> Gate:
+    """The gate's lines, one per comparison saying the score and whether it is met, and why it
+    is not met or cannot be judged. ``errors``: the ids of items that ended in a harness error,
+    which fail it unless ``allow_errors``."""
+    lines, why, cannot = [], [], []
     errors_fail = bool(errors) and not allow_errors  # every bar is then NOT met, the last line says why
     for check in checks(bars, list(models)):
         own = models[check.model].summary if check.model else summary
+        reason = unjudged(check, own)
+        if reason is not None:
+            lines.append(f"fail-under {check}: {check.score or 'score'} n/a, cannot judge here")
+            cannot.append(reason)
+            continue
         score = compared_score(check, own)
         missed = shortfall(check, own)
         shown = "n/a" if score is None else f"{score:.2f}%" + (" (interval's lower end)" if check.lower else "")
@@ -138,4 +168,4 @@ def gate_lines(
             f"{len(errors)} item(s) ended in a harness error ({examples(errors)}); "
             f"{ALLOW_ERRORS.cli} lets the score alone decide"
         )
-    return lines, why
+    return Gate(lines, why, cannot)

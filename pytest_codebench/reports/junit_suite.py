@@ -20,7 +20,8 @@ from .reporting import Summary
 
 def suite_properties(summary: Summary, models: Mapping[str, ModelSummary]) -> list[tuple[str, str]]:
     """(name, value) pairs, in percent: ``score``, each pass@K and named score, and each
-    interval's ends (``pass@1_low``, ``pass@1_high``); a model's with ``MODEL/`` before it."""
+    interval's ends (``pass@1_low``, ``pass@1_high``); a model's with ``MODEL/`` before it.
+    Where there is no score, ``no_score`` says why, and neither it nor pass@K is given."""
     found = _properties("", summary)
     for name, model in models.items():
         found += _properties(f"{name}/", model.summary)
@@ -29,9 +30,12 @@ def suite_properties(summary: Summary, models: Mapping[str, ModelSummary]) -> li
 
 def _properties(prefix: str, summary: Summary) -> list[tuple[str, str]]:
     values: dict[str, float | None] = {"score": summary.score}
-    values.update({f"pass@{k}": 100 * value for k, value in summary.metrics.get("pass@k", {}).items()})
+    if summary.no_score is None:  # else pass@k is no score either: the reason stands instead
+        values.update({f"pass@{k}": 100 * value for k, value in summary.metrics.get("pass@k", {}).items()})
     values.update(summary.scores)
     found = [(prefix + name, f"{value:.2f}") for name, value in values.items() if value is not None]
+    if summary.no_score is not None:
+        found.append((f"{prefix}no_score", summary.no_score))
     for name, (low, high) in summary.intervals.items():
         found += [(f"{prefix}{name}_low", f"{low:.2f}"), (f"{prefix}{name}_high", f"{high:.2f}")]
     return found

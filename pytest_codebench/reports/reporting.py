@@ -67,13 +67,17 @@ class Summary:
     the score (in percent) that ``--codebench-fail-under PERCENT`` compares against, and the
     named scores (in percent) that ``--codebench-fail-under NAME=PERCENT`` does (ComputeEval's
     ``fast_1.0``...; only those this run computed), and their 95% intervals [low, high] in percent
-    by name (``score``: the score's; ``pass@1``...), which ``NAME=PERCENT:lower`` gates on."""
+    by name (``score``: the score's; ``pass@1``...), which ``NAME=PERCENT:lower`` gates on.
+    ``no_score``: why this machine could not compute the score at all (no GPU: no sample could
+    pass here), where that is so. The score is then None, never a figure of the machine's
+    making such as 0%, and every output says the reason; the gate cannot judge."""
 
     lines: list[str]
     metrics: dict[str, Any]
     score: float | None
     scores: dict[str, float] = dataclasses.field(default_factory=dict)
     intervals: dict[str, list[float]] = dataclasses.field(default_factory=dict)
+    no_score: str | None = None
 
 
 class RunInfo(TypedDict):
@@ -280,6 +284,7 @@ def report_json(
         "counts": counts(results),
         "reused": reused(results),
         "score": summary.score,
+        "no_score": summary.no_score,
         "scores": summary.scores,
         "intervals": summary.intervals,
         "metrics": summary.metrics,

@@ -82,6 +82,12 @@ def summarize(results: list[ItemResult], settings: Settings) -> Summary:
         metrics["perf"], scores = speed, perf_scores(speed)
         intervals |= named_intervals(speed["best_at_k"])
     pass1 = overall["pass@k"].get("1")
+    if no_pass and pass1 is not None:
+        # pass@k over what failed before a GPU was needed is 0% by construction: no score.
+        kept = {name: ends for name, ends in intervals.items() if name != "score" and not name.startswith("pass@")}
+        return Summary(
+            lines, metrics, None, scores, kept, no_score=f"{NO_GPU}: no sample could be graded to a pass here"
+        )
     return Summary(lines, metrics, None if pass1 is None else 100 * pass1, scores, intervals)
 
 

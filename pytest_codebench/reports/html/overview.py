@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..reporting import ItemResult
 from .records import GroupRow, GroupTable, LeaderRow, Metric, RunHeader
@@ -19,12 +19,14 @@ def _metric(name: str, value: Any, bounds: Any, unit: str, scale: float = 1.0) -
     return {"name": name, "value": None if value is None else value * scale, "low": low, "high": high, "unit": unit}
 
 
-def metrics_of(metrics: Mapping[str, Any]) -> list[Metric]:
+def metrics_of(metrics: Mapping[str, Any], scored: bool = True) -> list[Metric]:
     """The leaderboard's figures of one model's ``metrics``: pass@k (percent; the report keeps
-    fractions), ComputeEval's fast_p and geomean per k, PIE's %Correct, %Optimized and mean
-    speedup per k; each with its interval where the report has one."""
+    fractions; none where the run has no score: not ``scored``), ComputeEval's fast_p and
+    geomean per k, PIE's %Correct, %Optimized and mean speedup per k; each with its interval
+    where the report has one."""
+    intervals = metrics.get("intervals", {}) if scored else {}
     found = [
-        _metric(f"pass@{k}", value, metrics.get("intervals", {}).get(k), "%", 100.0)
+        _metric(f"pass@{k}", value if scored else None, intervals.get(k), "%", 100.0)
         for k, value in (metrics.get("pass@k") or {}).items()
     ]
     for k, best in ((metrics.get("perf") or {}).get("best_at_k") or {}).items():
@@ -42,23 +44,34 @@ def metrics_of(metrics: Mapping[str, Any]) -> list[Metric]:
     return found
 
 
-def model_rows(report: Mapping[str, Any]) -> dict[str, tuple[Mapping[str, Any], Mapping[str, int]]]:
-    """Each model's (metrics, counts) by name; a run of one unnamed set: one, named ""."""
-    models = report.get("models") or {}
-    if models:
-        return {name: (model.get("metrics") or {}, model.get("counts") or {}) for name, model in models.items()}
-    return {"": (report.get("metrics") or {}, report.get("counts") or {})}
+class ModelRow(NamedTuple):
+    """What the page shows of one model, from the JSON report."""
+
+    metrics: Mapping[str, Any]
+    counts: Mapping[str, int]
+    #: Why the run has no score here (the report's ``no_score``), else None.
+    no_score: str | None
+
+
+def model_rows(report: Mapping[str, Any]) -> dict[str, ModelRow]:
+    """Each model's row by name; a run of one unnamed set: one, named ""."""
+    models = report.get("models") or {"": report}
+    return {
+        name: ModelRow(model.get("metrics") or {}, model.get("counts") or {}, model.get("no_score"))
+        for name, model in models.items()
+    }
 
 
 def leaderboard(report: Mapping[str, Any], items: Sequence[ItemResult], outcomes: Sequence[str]) -> list[LeaderRow]:
     rows: list[LeaderRow] = []
-    for name, (metrics, counted) in model_rows(report).items():
+    for name, (metrics, counted, no_score) in model_rows(report).items():
         mine = [item for item in items if (item.get("model") or "") == name]
         counts = {outcome: counted[outcome] for outcome in outcomes if counted.get(outcome)}
         rows.append(
             {
                 "model": name,
-                "metrics": metrics_of(metrics),
+                "metrics": metrics_of(metrics, scored=no_score is None),
+                "no_score": no_score,
                 "counts": counts,
                 "items": sum(counts.values()),
                 "excused": sum(1 for item in mine if item.get("excused")),
@@ -74,14 +87,14 @@ def group_table(report: Mapping[str, Any], items: Sequence[ItemResult]) -> Group
     (``metrics.groups``), else the percent of the group's scored items that passed."""
     models = model_rows(report)
     groups = sorted({group for item in items if (group := item.get("group"))})
-    by_metrics = any("groups" in metrics for metrics, _ in models.values())
+    by_metrics = any("groups" in row.metrics for row in models.values())
     shares = {} if by_metrics else _passed_shares(items)
     rows: list[GroupRow] = []
     for group in groups:
         cells: list[list[float | None]] = []
-        for name, (metrics, _) in models.items():
+        for name, (metrics, _, no_score) in models.items():
             if by_metrics:
-                figures = (metrics.get("groups") or {}).get(group) or {}
+                figures = ((metrics.get("groups") or {}).get(group) or {}) if no_score is None else {}
                 value = (figures.get("pass@k") or {}).get("1")
                 cell = _metric("pass@1", value, (figures.get("intervals") or {}).get("1"), "%", 100.0)
             else:

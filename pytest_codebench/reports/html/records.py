@@ -31,6 +31,8 @@ class LeaderRow(TypedDict):
     not_graded: int
     #: Problems in pass@k's denominator; None where the benchmark gives no pass@k.
     problems: int | None
+    #: Why the run has no score on this machine (no GPU), else None: its pass@k cells are empty.
+    no_score: str | None
 
 
 class GroupRow(TypedDict):

@@ -36,7 +36,9 @@
     const body = rows.map(function (row) {
       const byName = {};
       row.metrics.forEach(function (metric) { byName[metric.name] = metric; });
-      return el("tr", { data: { model: row.model } }, [el("th", { scope: "row" }, cb.dom.modelLabel(row.model))]
+      const label = [cb.dom.modelLabel(row.model)]
+        .concat(row.no_score ? [el("div", { class: "no-score", data: { field: "no-score" } }, "no score here: " + row.no_score)] : []);
+      return el("tr", { data: { model: row.model } }, [el("th", { scope: "row" }, label)]
         .concat(metrics.map(function (name) { return valueCell(name, byName[name]); }))
         .concat(counted.map(function (name) { return countCell("count:" + name, row.counts[name] || 0); }))
         .concat([tallyCell("items", row.items), tallyCell("excused", row.excused), tallyCell("not-graded", row.not_graded)]));
