@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import time
 from collections.abc import Generator
@@ -14,7 +15,7 @@ from .benchmark import Benchmark
 from .case_images import ignored_line
 from .context import HOSTS_KEY, PRUNED_KEY, RunContext
 from .grading import EXPOSURE_KEY, VERDICT_KEY, Exposure
-from .items import CodebenchItem, DatasetFile, place_skip
+from .items import CodebenchItem, DatasetFile, dataset_nodeid, place_skip
 from .options import ALLOW_ERRORS, FAIL_UNDER, HTML, KEEP_LOGS, MARKDOWN, REPORT, RUNNER, SHARD, Settings
 from .reports import markdown
 from .reports.comparison import ModelSummary, model_summaries, table, text_table
@@ -33,6 +34,7 @@ from .reports.reporting import (
     junit_properties,
     outcome_lines,
     outcome_of,
+    partial_line,
     report_json,
     timestamp,
     write_report,
@@ -61,6 +63,9 @@ class CodebenchSession:
         #: Each model's summary, by name (none where the run grades one unnamed set).
         self.models: dict[str, ModelSummary] = {}
         self.comparisons: list[ModelComparison] = []
+        #: The benchmark's items this run was to grade (after deselection), by node id: those
+        #: without a result when it ends were not reached (Ctrl-C, -x, a crash).
+        self.expected: list[str] = []
         self.is_worker = hasattr(config, "workerinput")
         #: Verdicts from the store and from duplicates (its run identity asked on first use).
         self.reuse = Reuse(
@@ -93,6 +98,17 @@ class CodebenchSession:
         # workers, whose order only schedules, run duplicate samples after the firsts: graded
         # once, they rarely wait for their first there.
         items[:] = self.reuse.plan(items, move=self.is_worker)
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        self._expect([item.nodeid for item in session.items])
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        self._expect(ids)  # the controller collects nothing itself: each worker's ids are the run's
+
+    def _expect(self, nodeids: list[str]) -> None:
+        prefix = dataset_nodeid(self.benchmark.name, self.dataset_path) + "::"
+        self.expected = self.expected or [nodeid for nodeid in nodeids if nodeid.startswith(prefix)]
 
     def pytest_collect_file(self, file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
         if file_path == self.dataset_path:
@@ -187,6 +203,11 @@ class CodebenchSession:
         self.results.sort(key=lambda result: result["nodeid"])
         self.benchmark.finish(self.results)
         self.summary = self.benchmark.summarize(self.results)
+        partial = self.not_reached()
+        if partial:
+            self.summary = dataclasses.replace(
+                self.summary, lines=[partial_line(partial, self.expected), *self.summary.lines]
+            )
         self.models = model_summaries(self.benchmark.summarize, self.results)
         self.comparisons = model_comparisons(self.results)
         add_to_junit(self.config, self.summary, self.models)
@@ -196,6 +217,7 @@ class CodebenchSession:
             report = {
                 **report_json(self.run_info(), self.results, self.summary, models),
                 "comparisons": self.comparisons,
+                "interrupted": {"not_reached": partial, "items": len(self.expected)} if partial else None,
             }
             if report_path:
                 write_report(Path(report_path), report)
@@ -236,7 +258,16 @@ class CodebenchSession:
         if not self.settings[FAIL_UNDER] or self.summary is None:
             return None
         errors = sorted(result["id"] for result in self.results if outcome_of(result) is Outcome.ERROR)
-        return gate_lines(self.settings[FAIL_UNDER], self.summary, self.models, errors, self.settings[ALLOW_ERRORS])
+        gate = gate_lines(self.settings[FAIL_UNDER], self.summary, self.models, errors, self.settings[ALLOW_ERRORS])
+        partial = self.not_reached()
+        if partial:  # a score over part of the run passes nothing
+            gate.missed.append(f"the run was interrupted: {len(partial)} of {len(self.expected)} items not reached")
+        return gate
+
+    def not_reached(self) -> list[str]:
+        """The items this run was to grade and has no result for."""
+        graded = {result["nodeid"] for result in self.results}
+        return [nodeid for nodeid in self.expected if nodeid not in graded]
 
     def pytest_unconfigure(self) -> None:
         self.reuse.close()

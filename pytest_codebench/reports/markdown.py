@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from ..benchmark import Benchmark
+from ..once import write_atomically
 from .comparison import MISSING, ModelSummary, Row, headers, table
 
 STEP_SUMMARY = "GITHUB_STEP_SUMMARY"
@@ -45,7 +46,7 @@ def publish(path: Path | None, text: str) -> None:
     """``text`` to ``path``, and appended to the job summary where GitHub names one."""
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
+        write_atomically(path, text)
     summary = os.environ.get(STEP_SUMMARY)
     if summary:
         with open(summary, "a", encoding="utf-8") as stream:

@@ -24,7 +24,7 @@ import pytest
 from ..benchmark import Benchmark, get_benchmark_class
 from ..context import RunContext
 from ..errors import HarnessError
-from ..once import LOCK_DIR
+from ..once import LOCK_DIR, write_atomically
 from ..options import CORE_OPTIONS, HTML, MARKDOWN, REPORT, SHARD, K, Option, Settings
 from ..runners import runner_classes
 from . import compare_reports, markdown
@@ -185,7 +185,7 @@ def merge(paths: Sequence[Path], output: Path, markdown_path: Path | None = None
     data["comparisons"] = model_comparisons(results)
     data["merged_from"] = [_origin(part) for part in parts]
     output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(json.dumps(data, indent=2, default=str) + "\n")
+    write_atomically(output, json.dumps(data, indent=2, default=str) + "\n")
     whole = ModelSummary(summary, counts(results))
     if markdown_path is not None:
         dataset = markdown.dataset_label(run["dataset_path"], data["dataset"]["sha256"], data["dataset"]["release"])

@@ -6,10 +6,12 @@ import dataclasses
 import datetime
 import json
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TypedDict
 
 from ..cases import Case, Dataset
+from ..once import write_atomically
 from ..sweeps.solution_sets import split_id
 from ..verdict import Outcome, Status, Verdict
 
@@ -255,10 +257,19 @@ def counted_as_failed(result: ItemResult) -> bool:
     return scored(result) and result["status"] in (Status.SKIPPED, Status.ERROR)
 
 
+def partial_line(not_reached: Sequence[str], expected: Sequence[str]) -> str:
+    """The first line of the summary of a run that ended before it reached every item."""
+    ids = [nodeid.rpartition("::")[2] for nodeid in not_reached]
+    return (
+        f"interrupted: {len(ids)} of {len(expected)} items not reached ({examples(ids)}); "
+        "the figures below are over the items graded"
+    )
+
+
 def write_report(path: Path, report: dict[str, Any]) -> None:
     """A run's ``report`` (:func:`report_json`, and what the caller adds) as JSON at ``path``."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(report, indent=2, default=str) + "\n")
+    write_atomically(path, json.dumps(report, indent=2, default=str) + "\n")
 
 
 def report_json(

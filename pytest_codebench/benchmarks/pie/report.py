@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 from pytest_codebench.cases import Case
+from pytest_codebench.once import write_atomically
 from pytest_codebench.reports.reporting import ItemResult, Summary, examples, outcome_of, scored
 from pytest_codebench.stats.bootstrap import item_mean_interval
 from pytest_codebench.verdict import Outcome, Status
@@ -252,7 +253,7 @@ def write_report(path: Path, cases: list[Case], results: list[ItemResult], colum
         row.update(_columns(column, best, "candidate"))
         lines.append(json.dumps(row))
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(line + "\n" for line in lines))
+    write_atomically(path, "".join(line + "\n" for line in lines))
 
 
 def _columns(tag: str, figures: Mapping[str, Any], source: str) -> dict[str, Any]:

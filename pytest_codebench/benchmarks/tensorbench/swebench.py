@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_codebench.cases import Case
+from pytest_codebench.once import write_atomically
 from pytest_codebench.options import text_option
 from pytest_codebench.reports.reporting import ItemResult
 from pytest_codebench.verdict import Outcome, Status
@@ -152,6 +153,6 @@ def write_swebench(folder: Path, run_id: str, results: Sequence[ItemResult], cas
             _file(instance, result, case, logs, report)
         summary = folder / f"{model}.{run_id}.json"
         folder.mkdir(parents=True, exist_ok=True)
-        summary.write_text(json.dumps(report.to_json(len(tasks)), indent=4) + "\n")
+        write_atomically(summary, json.dumps(report.to_json(len(tasks)), indent=4) + "\n")
         written.append(summary)
     return written

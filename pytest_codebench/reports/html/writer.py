@@ -5,7 +5,9 @@ items' log files the report names."""
 
 from __future__ import annotations
 
+import os
 import shutil
+import tempfile
 from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
@@ -21,6 +23,8 @@ from .speed import has_speed, speed_data
 
 # The page's scripts, in load order (each a small file of one job, see assets/js).
 # The views, then the data at open, then app.js, which draws the first view.
+# What a page is made of in its folder, replaced together (index.html last).
+PARTS = ("assets", "data", "logs")
 SCRIPTS = ("core.js", "dom.js", "header.js", "charts.js", "overview.js", "speed.js", "problems.js", "item.js")
 PAGE = """<!DOCTYPE html>
 <html lang="en">
@@ -56,10 +60,27 @@ def _items(report: Mapping[str, Any]) -> list[ItemResult]:
 
 def write_html(report: Mapping[str, Any], out: Path) -> Path:
     """Writes the page of ``report`` (a JSON report as read) into the folder ``out``; returns
-    its index.html. What an earlier page left there (assets, data, logs) is replaced."""
+    its index.html. What an earlier page left there (assets, data, logs) is replaced, once the
+    new page is whole: it is written beside them first, so that a run stopped half way (Ctrl-C)
+    leaves the earlier page as it was, never a part of a new one."""
+    out.mkdir(parents=True, exist_ok=True)
+    partial, old = Path(tempfile.mkdtemp(dir=out, prefix=".partial-")), Path(tempfile.mkdtemp(dir=out, prefix=".old-"))
+    try:
+        _write(report, partial)
+        for name in (*PARTS, "index.html"):
+            if (out / name).exists():
+                os.replace(out / name, old / name)
+            if (partial / name).exists():
+                os.replace(partial / name, out / name)
+    finally:
+        shutil.rmtree(partial, ignore_errors=True)
+        shutil.rmtree(old, ignore_errors=True)
+    return out / "index.html"
+
+
+def _write(report: Mapping[str, Any], out: Path) -> None:
+    """The page of ``report`` in the empty folder ``out``."""
     items = _items(report)
-    for folder in ("assets", "data", "logs"):
-        shutil.rmtree(out / folder, ignore_errors=True)
     (out / "data" / "items").mkdir(parents=True)
     with resources.as_file(resources.files(__package__) / "assets") as assets:
         shutil.copytree(assets, out / "assets")
@@ -99,6 +120,4 @@ def write_html(report: Mapping[str, Any], out: Path) -> Path:
     for shard, details in item_shards(items, keep):
         (data / "items" / f"{shard}.js").write_text(loader_call(f"items/{shard}", details))
     scripts = "\n".join(f'<script src="assets/js/{name}"></script>' for name in SCRIPTS)
-    index = out / "index.html"
-    index.write_text(PAGE.replace("{scripts}", scripts))
-    return index
+    (out / "index.html").write_text(PAGE.replace("{scripts}", scripts))
