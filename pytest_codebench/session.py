@@ -66,6 +66,8 @@ class CodebenchSession:
         #: The benchmark's items this run was to grade (after deselection), by node id: those
         #: without a result when it ends were not reached (Ctrl-C, -x, a crash).
         self.expected: list[str] = []
+        #: Those of them the run ended without a result for (set as the session finishes).
+        self.not_reached: list[str] = []
         self.is_worker = hasattr(config, "workerinput")
         #: Verdicts from the store and from duplicates (its run identity asked on first use).
         self.reuse = Reuse(
@@ -203,7 +205,8 @@ class CodebenchSession:
         self.results.sort(key=lambda result: result["nodeid"])
         self.benchmark.finish(self.results)
         self.summary = self.benchmark.summarize(self.results)
-        partial = self.not_reached()
+        graded = {result["nodeid"] for result in self.results}
+        partial = self.not_reached = [nodeid for nodeid in self.expected if nodeid not in graded]
         if partial:
             self.summary = dataclasses.replace(
                 self.summary, lines=[partial_line(partial, self.expected), *self.summary.lines]
@@ -233,8 +236,10 @@ class CodebenchSession:
         gate = self.fail_under()
         # Only a run that graded decides by score: interruptions and usage errors stand.
         if gate is not None and exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
-            missed, cannot = pytest.ExitCode.TESTS_FAILED, CANNOT_JUDGE
-            session.exitstatus = missed if gate.missed else cannot if gate.unjudged else pytest.ExitCode.OK
+            if gate.missed:
+                session.exitstatus = pytest.ExitCode.TESTS_FAILED
+            else:
+                session.exitstatus = CANNOT_JUDGE if gate.unjudged else pytest.ExitCode.OK
 
     def run_info(self) -> RunInfo:
         runner = {"runner": self.runner_info} if self.runner_info else {}
@@ -259,15 +264,10 @@ class CodebenchSession:
             return None
         errors = sorted(result["id"] for result in self.results if outcome_of(result) is Outcome.ERROR)
         gate = gate_lines(self.settings[FAIL_UNDER], self.summary, self.models, errors, self.settings[ALLOW_ERRORS])
-        partial = self.not_reached()
-        if partial:  # a score over part of the run passes nothing
-            gate.missed.append(f"the run was interrupted: {len(partial)} of {len(self.expected)} items not reached")
+        if self.not_reached:  # a score over part of the run passes nothing
+            count = len(self.not_reached)
+            gate.missed.append(f"the run was interrupted: {count} of {len(self.expected)} items not reached")
         return gate
-
-    def not_reached(self) -> list[str]:
-        """The items this run was to grade and has no result for."""
-        graded = {result["nodeid"] for result in self.results}
-        return [nodeid for nodeid in self.expected if nodeid not in graded]
 
     def pytest_unconfigure(self) -> None:
         self.reuse.close()

@@ -21,10 +21,10 @@ from .overview import group_table, header, leaderboard
 from .records import Overview
 from .speed import has_speed, speed_data
 
-# The page's scripts, in load order (each a small file of one job, see assets/js).
-# The views, then the data at open, then app.js, which draws the first view.
 # What a page is made of in its folder, replaced together (index.html last).
 PARTS = ("assets", "data", "logs")
+# The page's scripts, in load order (each a small file of one job, see assets/js).
+# The views, then the data at open, then app.js, which draws the first view.
 SCRIPTS = ("core.js", "dom.js", "header.js", "charts.js", "overview.js", "speed.js", "problems.js", "item.js")
 PAGE = """<!DOCTYPE html>
 <html lang="en">
