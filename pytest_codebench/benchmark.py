@@ -25,7 +25,7 @@ from .errors import HarnessError
 from .grading import Grading
 from .options import DATASET, SOLUTIONS, Option
 from .reports.comparison import Row, pass_at_k_columns
-from .reports.reporting import ItemResult, Summary
+from .reports.reporting import ItemResult, Summary, no_score_here
 from .runners import Runner
 from .sweeps.solution_sets import SolutionSet, find_sets
 from .verdict import Verdict
@@ -155,6 +155,11 @@ class Benchmark(abc.ABC):
     def summarize(self, results: list[ItemResult]) -> Summary:
         """Metrics over the results of every item."""
 
+    def score_record(self, results: list[ItemResult]) -> Summary:
+        """:meth:`summarize`, with the core's rule for a run this machine could grade nothing
+        of (:func:`~.reports.reporting.no_score_here`): what every output renders."""
+        return no_score_here(self.summarize(results), results)
+
     def columns(self, summary: Summary) -> Row:
         """A model's cells where models are compared side by side (the terminal's and the
         markdown report's rows), from its summary: pass@k overall and per group, then the
@@ -170,6 +175,12 @@ class Benchmark(abc.ABC):
     def report_info(self) -> dict[str, Any]:
         """Extra facts for the JSON report (probed toolkit, GPU...)."""
         return {}
+
+    def left_out(self) -> tuple[str, int]:
+        """What :meth:`load` left out of the dataset by the user's choice, as the run's scope
+        names it (``--codebench-skip-missing: 3 problems no set answers``), and how many items
+        that is; ``("", 0)`` where nothing. Asked in any process after ``load``."""
+        return "", 0
 
     # -- what decides a verdict (the verdict store's key, see sweeps.verdict_keys) ----------------------
 

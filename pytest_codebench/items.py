@@ -26,6 +26,9 @@ from .verdict import Status, Verdict
 
 # Stripped from a dataset's file name for its node id: they say how it is stored, not which it is.
 STORAGE_SUFFIXES = frozenset({".gz", ".tgz", ".tar", ".bz2", ".xz", ".zip", ".jsonl", ".json", ".yaml", ".yml"})
+# The run-wide record (RunContext.once) of how many items the dataset gives before a shard:
+# an xdist controller collects nothing, and reads it back for the run's scope.
+DATASET_ITEMS = "dataset-items"
 # A group that can be a marker: a name ``-m`` reads as one word, and an ini ``markers`` line
 # can register (no ``:`` or ``(``); not starting with ``_``, which pytest.mark refuses.
 GROUP_NAME = re.compile(r"[^\W_][\w.+-]*")
@@ -57,6 +60,20 @@ def dataset_args(args: Sequence[str], nodeid: str, path: Path) -> list[str]:
     return resolved
 
 
+def chosen_by(config: pytest.Config, shard: tuple[int, int] | None, dataset_path: Path) -> list[str]:
+    """What of pytest's and the plugin's options can have chosen fewer items than the dataset
+    gives, as the user gave them: named in the run's scope (reports.scope) where it did."""
+    option = config.option
+    found = [f"-k {option.keyword!r}"] if getattr(option, "keyword", "") else []
+    found += [f"-m {option.markexpr!r}"] if getattr(option, "markexpr", "") else []
+    found += ["--lf"] if getattr(option, "lf", False) else []
+    found += ["--stepwise"] if getattr(option, "stepwise", False) else []
+    found += ["--deselect"] if getattr(option, "deselect", None) else []
+    given = [arg for arg in config.args if "::" in arg and arg.startswith(str(dataset_path))]
+    found += [f"{len(given)} node id(s) given"] if given else []
+    return found + ([f"--codebench-shard {shard[0]}/{shard[1]}"] if shard else [])
+
+
 def _judge(codebench_verdict: Verdict) -> None:
     """Body of every codebench item. The grading happened in setup (the ``codebench_verdict``
     fixture), so that harness trouble is reported as an error and only the model's own
@@ -86,6 +103,7 @@ class DatasetFile(pytest.File):
             raise self.CollectError(str(exc)) from exc
         shared = None
         shard = self.benchmark.settings[SHARD]
+        self.benchmark.context.once(DATASET_ITEMS, lambda: len(self.dataset.cases) + self.benchmark.left_out()[1])
         for case in self.dataset.cases:
             if shard is not None and shard_of(case.task_id or case.id, shard[1]) != shard[0]:
                 continue  # another shard's: never an item here, so never in this run's metrics

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import time
 from collections.abc import Generator
@@ -15,7 +14,7 @@ from .benchmark import Benchmark
 from .case_images import ignored_line
 from .context import HOSTS_KEY, PRUNED_KEY, RunContext
 from .grading import EXPOSURE_KEY, VERDICT_KEY, Exposure
-from .items import CodebenchItem, DatasetFile, dataset_nodeid, place_skip
+from .items import DATASET_ITEMS, CodebenchItem, DatasetFile, chosen_by, dataset_nodeid, place_skip
 from .options import ALLOW_ERRORS, FAIL_UNDER, HTML, KEEP_LOGS, MARKDOWN, REPORT, RUNNER, SHARD, Settings
 from .reports import markdown
 from .reports.comparison import ModelSummary, model_summaries, table, text_table
@@ -34,11 +33,11 @@ from .reports.reporting import (
     junit_properties,
     outcome_lines,
     outcome_of,
-    partial_line,
     report_json,
     timestamp,
     write_report,
 )
+from .reports.scope import Scope, scope_of, selection_text
 from .runners import Runner, get_runner_class
 from .sweeps.reuse import ORIGIN_KEY, Reuse, reuse_lines, run_identity
 from .verdict import Outcome, Verdict
@@ -66,8 +65,8 @@ class CodebenchSession:
         #: The benchmark's items this run was to grade (after deselection), by node id: those
         #: without a result when it ends were not reached (Ctrl-C, -x, a crash).
         self.expected: list[str] = []
-        #: Those of them the run ended without a result for (set as the session finishes).
-        self.not_reached: list[str] = []
+        #: What the figures are over (a selection, an interruption), set as the session finishes.
+        self.scope = Scope()
         self.is_worker = hasattr(config, "workerinput")
         #: Verdicts from the store and from duplicates (its run identity asked on first use).
         self.reuse = Reuse(
@@ -204,23 +203,18 @@ class CodebenchSession:
         # out the same to the last digit in every run, and in a merge of its shards.
         self.results.sort(key=lambda result: result["nodeid"])
         self.benchmark.finish(self.results)
-        self.summary = self.benchmark.summarize(self.results)
-        graded = {result["nodeid"] for result in self.results}
-        partial = self.not_reached = [nodeid for nodeid in self.expected if nodeid not in graded]
-        if partial:
-            self.summary = dataclasses.replace(
-                self.summary, lines=[partial_line(partial, self.expected), *self.summary.lines]
-            )
-        self.models = model_summaries(self.benchmark.summarize, self.results)
+        self.scope = self._scope()
+        self.summary = self.benchmark.score_record(self.results)
+        self.models = model_summaries(self.benchmark.score_record, self.results)
         self.comparisons = model_comparisons(self.results)
-        add_to_junit(self.config, self.summary, self.models)
+        add_to_junit(self.config, self.summary, self.models, self.scope)
         report_path, html_dir = self.settings[REPORT], self.settings[HTML]
         if report_path or html_dir:
             models = {name: model.to_json() for name, model in self.models.items()}
             report = {
                 **report_json(self.run_info(), self.results, self.summary, models),
                 "comparisons": self.comparisons,
-                "interrupted": {"not_reached": partial, "items": len(self.expected)} if partial else None,
+                **self.scope.to_json(),
             }
             if report_path:
                 write_report(Path(report_path), report)
@@ -231,7 +225,7 @@ class CodebenchSession:
             first = next((result for result in self.results if result["dataset_sha256"]), self.results[0])
             dataset = markdown.dataset_label(str(self.dataset_path), first["dataset_sha256"], first["dataset_release"])
             whole = ModelSummary(self.summary, counts(self.results))
-            text = markdown.report(self.benchmark, dataset, whole, self.models)
+            text = markdown.report(self.benchmark, dataset, whole, self.models, self.scope.lines())
             markdown.publish(Path(markdown_path), text + comparison_markdown(self.comparisons))
         gate = self.fail_under()
         # Only a run that graded decides by score: interruptions and usage errors stand.
@@ -240,6 +234,12 @@ class CodebenchSession:
                 session.exitstatus = pytest.ExitCode.TESTS_FAILED
             else:
                 session.exitstatus = CANNOT_JUDGE if gate.unjudged else pytest.ExitCode.OK
+
+    def _scope(self) -> Scope:
+        dataset_items = self.context.stored(DATASET_ITEMS)
+        how, _ = self.benchmark.left_out()
+        by = chosen_by(self.config, self.settings[SHARD], self.dataset_path) + ([how] if how else [])
+        return scope_of(self.expected, {result["nodeid"] for result in self.results}, dataset_items, by)
 
     def run_info(self) -> RunInfo:
         runner = {"runner": self.runner_info} if self.runner_info else {}
@@ -264,9 +264,9 @@ class CodebenchSession:
             return None
         errors = sorted(result["id"] for result in self.results if outcome_of(result) is Outcome.ERROR)
         gate = gate_lines(self.settings[FAIL_UNDER], self.summary, self.models, errors, self.settings[ALLOW_ERRORS])
-        if self.not_reached:  # a score over part of the run passes nothing
-            count = len(self.not_reached)
-            gate.missed.append(f"the run was interrupted: {count} of {len(self.expected)} items not reached")
+        gate.missed.extend(self.scope.gate_missed())
+        if self.scope.selection:
+            gate.lines.append(f"fail-under judged over a selection: {selection_text(self.scope.selection)}")
         return gate
 
     def pytest_unconfigure(self) -> None:
@@ -279,7 +279,7 @@ class CodebenchSession:
             return  # no item of the benchmark ran (a user's own tests, a collection error)
         write = terminalreporter.write_line
         terminalreporter.section(f"codebench: {self.benchmark.name}")
-        for line in [*self.summary.lines, *outcome_lines(self.results)]:
+        for line in [*self.scope.lines(), *self.summary.lines, *outcome_lines(self.results)]:
             write(line)
         if self.models:
             write("per model:")

@@ -29,11 +29,18 @@ def test_skip_missing_grades_only_the_answered_problems_and_says_how_many_were_l
     run = codebench(*args, FORCE, "--codebench-skip-missing", "--codebench-report", str(report))
     assert sorted(run.items) == ["T/1[0]", "T/2[0]"]
     run.result.assert_outcomes(passed=2)
+    selection = "2 of the dataset's 3 items, chosen by --codebench-skip-missing (1 problem no set answers)"
     run.result.stdout.fnmatch_lines(
-        ["*all problems: pass@1 100.00% * (2 problems*", "skip-missing: 1 problem without a solution left out*"]
+        [
+            f"selection: {selection}; the figures below are over them",
+            "*all problems: pass@1 100.00% * (2 problems*",
+            "skip-missing: 1 problem without a solution left out*",
+        ]
     )
-    skipped = json.loads(report.read_text())["environment"]["skip_missing"]
-    assert skipped == {"problems_left_out": 1, "task_ids": ["T/3"]}
+    data = json.loads(report.read_text())
+    assert data["environment"]["skip_missing"] == {"problems_left_out": 1, "task_ids": ["T/3"], "items": 1}
+    # The score is over a selection, recorded as such: compare and merge refuse it unless told.
+    assert data["selection"] == {"items": 2, "of": 3, "by": ["--codebench-skip-missing (1 problem no set answers)"]}
 
 
 def test_skip_missing_keeps_a_problem_another_solution_set_answers(pytester, codebench):

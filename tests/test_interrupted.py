@@ -40,7 +40,7 @@ def test_ctrl_c_after_a_finished_run_leaves_whole_reports_that_say_interrupted(p
     assert line in (pytester.path / "r.md").read_text()
     # The page is the interrupted run's, whole: its one item, and no half-written folder beside it.
     _, overview = read_data(pytester.path / "page" / "data" / "overview.js")
-    assert overview["items"] == 1
+    assert overview["items"] == 1 and overview["run"]["scope"] == [line]
     assert {"assets", "data", "index.html"} <= {path.name for path in (pytester.path / "page").iterdir()}
     assert not list((pytester.path / "page").glob(".*"))
 

@@ -1,10 +1,14 @@
-"""``codebench compare A.json B.json [--markdown OUT.md] [--json OUT.json]`` (also ``python -m
-pytest_codebench compare``): two JSON reports' models compared with a test (:mod:`.model_tests`),
-each report one model, named by its file (or by its one model, where it names one).
+"""``codebench compare A.json B.json [--model-a NAME] [--model-b NAME] [--markdown OUT.md]
+[--json OUT.json]`` (also ``python -m pytest_codebench compare``): two JSON reports' models
+compared with a test (:mod:`.model_tests`), each report one model, named by its file (or by
+its one model, where it names one). A report of several models (a sweep) is one model only as
+``--model-a``/``--model-b`` names it: never all its models' samples pooled as one.
 
 Reports of different benchmarks, datasets (sha256) or harness versions are refused: their
 verdicts are not of one grading, and a difference between them would be the harness's or the
-data's as much as the models'.
+data's as much as the models'. So is a report over a selection of its dataset or an interrupted
+run, unless ``--allow-subset``: the comparison is on the problems both graded, and a subset
+would quietly narrow it.
 """
 
 from __future__ import annotations
@@ -12,11 +16,13 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from . import markdown
 from .model_tests import ModelComparison, compare, comparison_lines, comparison_markdown, problems_of
+from .scope import subset_refusal
 
 
 class CompareError(Exception):
@@ -67,13 +73,40 @@ def label(part: Part, other: Part) -> str:
     return str(part.path) if part.path.stem == other.path.stem else part.path.stem
 
 
-def compare_reports(first_path: Path, second_path: Path) -> ModelComparison:
+def one_model(part: Part, model: str | None, flag: str) -> tuple[str | None, list[Any]]:
+    """The model of ``part`` to compare (``model``, given by ``flag``), and its items: a report
+    of several models must name one, and a name it does not hold is refused."""
+    models = list(part.data.get("models") or {})
+    if model is None:
+        if len(models) > 1:
+            raise CompareError(
+                f"{part.path} holds {len(models)} models ({', '.join(models)}): name the one to compare with {flag}"
+            )
+        return None, part.data["items"]
+    if model not in models:
+        raise CompareError(
+            f"{part.path} has no model named {model} ({flag}; its models: {', '.join(models) or 'none'})"
+        )
+    return model, [item for item in part.data["items"] if item.get("model") == model]
+
+
+def compare_reports(
+    first_path: Path, second_path: Path, models: Sequence[str | None] = (None, None), allow_subset: bool = False
+) -> ModelComparison:
     first, second = read_part(first_path), read_part(second_path)
     check_comparable(first, second)
-    names = label(first, second), label(second, first)
+    for part in (first, second):
+        refusal = subset_refusal(str(part.path), part.data)
+        if refusal and not allow_subset:
+            raise CompareError(f"{refusal}. --allow-subset compares it anyway")
+    (name_a, items_a), (name_b, items_b) = (
+        one_model(first, models[0], "--model-a"),
+        one_model(second, models[1], "--model-b"),
+    )
+    names = name_a or label(first, second), name_b or label(second, first)
     if names[0] == names[1]:
         names = str(first.path), str(second.path)
-    return compare(*names, problems_of(first.data["items"]), problems_of(second.data["items"]))
+    return compare(*names, problems_of(items_a), problems_of(items_b))
 
 
 def add_command(commands: Any) -> None:
@@ -85,13 +118,18 @@ def add_command(commands: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     command.add_argument("reports", nargs=2, type=Path, metavar="REPORT.json", help="model A's, then model B's")
+    command.add_argument("--model-a", metavar="NAME", help="the model of the first report to compare (a sweep's)")
+    command.add_argument("--model-b", metavar="NAME", help="the model of the second report to compare (a sweep's)")
+    subset_help = "compare a report over a selection of its dataset or an interrupted run"
+    command.add_argument("--allow-subset", action="store_true", help=subset_help)
     command.add_argument("--markdown", type=Path, metavar="OUT.md", help="also write the comparison as markdown")
     command.add_argument("--json", type=Path, metavar="OUT.json", help="also write the comparison as JSON")
 
 
 def run(args: argparse.Namespace) -> list[str]:
     """The lines to print; writes the outputs asked for. Raises :class:`CompareError`."""
-    comparison = compare_reports(*args.reports)
+    first, second = args.reports
+    comparison = compare_reports(first, second, (args.model_a, args.model_b), args.allow_subset)
     lines = comparison_lines([comparison])
     if args.markdown is not None:
         markdown.publish(args.markdown, comparison_markdown([comparison]))

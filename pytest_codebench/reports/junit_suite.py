@@ -16,13 +16,15 @@ from _pytest.junitxml import xml_key
 
 from .comparison import ModelSummary
 from .reporting import Summary
+from .scope import Scope
 
 
-def suite_properties(summary: Summary, models: Mapping[str, ModelSummary]) -> list[tuple[str, str]]:
-    """(name, value) pairs, in percent: ``score``, each pass@K and named score, and each
+def suite_properties(summary: Summary, models: Mapping[str, ModelSummary], scope: Scope) -> list[tuple[str, str]]:
+    """(name, value) pairs: what the figures are over (``interrupted``, ``selection``: see
+    reports.scope), then, in percent, ``score``, each pass@K and named score, and each
     interval's ends (``pass@1_low``, ``pass@1_high``); a model's with ``MODEL/`` before it.
     Where there is no score, ``no_score`` says why, and neither it nor pass@K is given."""
-    found = _properties("", summary)
+    found = scope.properties() + _properties("", summary)
     for name, model in models.items():
         found += _properties(f"{name}/", model.summary)
     return found
@@ -41,11 +43,11 @@ def _properties(prefix: str, summary: Summary) -> list[tuple[str, str]]:
     return found
 
 
-def add_to_junit(config: pytest.Config, summary: Summary, models: Mapping[str, ModelSummary]) -> None:
+def add_to_junit(config: pytest.Config, summary: Summary, models: Mapping[str, ModelSummary], scope: Scope) -> None:
     """The properties into the JUnit report, where ``--junitxml`` asks for one (not on an xdist worker)."""
     xml = config.stash.get(xml_key, None)
     if xml is None:
         return
-    for name, value in suite_properties(summary, models):
+    for name, value in suite_properties(summary, models, scope):
         xml.add_global_property(name, value)
     xml.pytest_sessionfinish()  # written again, now with the properties (see the module's docstring)

@@ -23,17 +23,22 @@ def dataset_label(path: str, sha256: str | None, release: str | None) -> str:
     return f"{Path(path).name} ({shown})" if shown else Path(path).name
 
 
-def report(benchmark: Benchmark, dataset: str, whole: ModelSummary, models: Mapping[str, ModelSummary]) -> str:
-    """The report of the results ``whole`` and ``models`` summarize (see comparison)."""
+def report(
+    benchmark: Benchmark, dataset: str, whole: ModelSummary, models: Mapping[str, ModelSummary], scope: Sequence[str]
+) -> str:
+    """The report of the results ``whole`` and ``models`` summarize (see comparison); ``scope``:
+    what the figures are over (reports.scope), said above the table, where every model's row reads it."""
     rows = table(benchmark.columns, whole, models)
     shown = models or {"all": whole}
     details = {name: [*model.summary.lines, model.outcome_line()] for name, model in shown.items()}
-    return render(f"codebench: {benchmark.name} on {dataset}", rows, details)
+    return render(f"codebench: {benchmark.name} on {dataset}", rows, details, scope)
 
 
-def render(heading: str, rows: Sequence[Row], details: Mapping[str, Sequence[str]]) -> str:
+def render(heading: str, rows: Sequence[Row], details: Mapping[str, Sequence[str]], notes: Sequence[str] = ()) -> str:
     columns = headers(rows)
-    lines = [f"### {_cell(heading)}", "", _line(columns), _line(["---", *["---:"] * (len(columns) - 1)])]
+    lines = [f"### {_cell(heading)}", ""]
+    lines += [f"**{_html(note)}**" for note in notes] + ([""] if notes else [])
+    lines += [_line(columns), _line(["---", *["---:"] * (len(columns) - 1)])]
     lines += [_line([each.get(column, MISSING) for column in columns]) for each in rows]
     for name, text in details.items():
         # A fence longer than any run of backticks in the text: a reason may quote code.

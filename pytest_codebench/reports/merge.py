@@ -34,6 +34,7 @@ from .html import write_html
 from .junit_merge import JUnitMergeError, merge_junit
 from .model_tests import comparison_lines, comparison_markdown, model_comparisons
 from .reporting import ItemResult, RunInfo, counts, report_json
+from .scope import merged_scope
 
 # Options that differ between the parts of one run by design: each shard's part and outputs.
 PER_PART = (SHARD, REPORT, MARKDOWN, HTML)
@@ -150,11 +151,21 @@ def offline_benchmark(name: str, settings: Settings, where: Path) -> Benchmark:
     return cls(context)
 
 
-def merge(paths: Sequence[Path], output: Path, markdown_path: Path | None = None) -> list[str]:
+def merge(
+    paths: Sequence[Path], output: Path, markdown_path: Path | None = None, allow_subset: bool = False
+) -> list[str]:
     """Merges the reports at ``paths`` into ``output`` (and the markdown report); returns the
-    lines to print: the benchmark's summary and the per-model table."""
+    lines to print: the benchmark's summary and the per-model table. Parts that together are
+    not over every item of the dataset (a shard missing, a ``-k`` run, an interrupted part)
+    are refused unless ``allow_subset``; the merged report then says what it is over."""
     parts = [read_part(path) for path in paths]
     check(parts)
+    scope = merged_scope([part.data for part in parts])
+    if not scope.whole and not allow_subset:
+        raise MergeError(
+            f"the parts are not over every item of their dataset: {'; '.join(scope.lines())}. "
+            "--allow-subset merges them anyway, and the merged report says so"
+        )
     first = parts[0].data
     options = {**first["options"], **{option.name: None for option in PER_PART}}
     options.update({REPORT.name: str(output), MARKDOWN.name: str(markdown_path) if markdown_path else None})
@@ -169,8 +180,8 @@ def merge(paths: Sequence[Path], output: Path, markdown_path: Path | None = None
     results: list[ItemResult] = sorted(
         (item for part in parts for item in part.data["items"]), key=lambda item: item["nodeid"]
     )
-    summary = benchmark.summarize(results)
-    models = model_summaries(benchmark.summarize, results)
+    summary = benchmark.score_record(results)
+    models = model_summaries(benchmark.score_record, results)
     run: RunInfo = {
         "benchmark": first["benchmark"],
         "dataset_path": first["dataset"]["path"],
@@ -184,14 +195,15 @@ def merge(paths: Sequence[Path], output: Path, markdown_path: Path | None = None
     data = report_json(run, results, summary, {name: model.to_json() for name, model in models.items()})
     data["comparisons"] = model_comparisons(results)
     data["merged_from"] = [_origin(part) for part in parts]
+    data.update(scope.to_json())
     output.parent.mkdir(parents=True, exist_ok=True)
     write_atomically(output, json.dumps(data, indent=2, default=str) + "\n")
     whole = ModelSummary(summary, counts(results))
     if markdown_path is not None:
         dataset = markdown.dataset_label(run["dataset_path"], data["dataset"]["sha256"], data["dataset"]["release"])
-        text = markdown.report(benchmark, dataset, whole, models)
+        text = markdown.report(benchmark, dataset, whole, models, scope.lines())
         markdown.publish(markdown_path, text + comparison_markdown(data["comparisons"]))
-    lines = [*summary.lines, whole.outcome_line()]
+    lines = [*scope.lines(), *summary.lines, whole.outcome_line()]
     if models:
         lines += ["per model:", *("  " + line for line in text_table(table(benchmark.columns, whole, models)))]
     lines += comparison_lines(data["comparisons"])
@@ -250,6 +262,8 @@ def main(argv: Sequence[str] | None = None, prog: str = "codebench") -> int:
     junit_help = "each shard's JUnit XML file (pytest's --junitxml), to merge into --junitxml"
     command.add_argument("--junit", nargs="+", type=Path, default=[], metavar="PART.xml", help=junit_help)
     command.add_argument("--junitxml", type=Path, metavar="ALL.xml", help="where the merged JUnit XML goes")
+    subset_help = "merge parts that are not over every item of the dataset (a missing shard, -k): the report says so"
+    command.add_argument("--allow-subset", action="store_true", help=subset_help)
     compare_reports.add_command(commands)
     html_cli.add_command(commands)
     args = parser.parse_args(argv)
@@ -270,7 +284,7 @@ def main(argv: Sequence[str] | None = None, prog: str = "codebench") -> int:
     if bool(args.junit) != bool(args.junitxml):
         parser.error("--junit PART.xml ... and --junitxml ALL.xml go together")
     try:
-        lines = merge(args.reports, args.output, args.markdown)
+        lines = merge(args.reports, args.output, args.markdown, args.allow_subset)
         junit = merge_junit(args.junit, args.junitxml) if args.junitxml else None
     except (MergeError, JUnitMergeError) as exc:
         print(f"merge: error: {exc}", file=sys.stderr)

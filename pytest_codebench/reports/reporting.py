@@ -6,6 +6,7 @@ import dataclasses
 import datetime
 import json
 import re
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TypedDict
@@ -257,13 +258,19 @@ def counted_as_failed(result: ItemResult) -> bool:
     return scored(result) and result["status"] in (Status.SKIPPED, Status.ERROR)
 
 
-def partial_line(not_reached: Sequence[str], expected: Sequence[str]) -> str:
-    """The first line of the summary of a run that ended before it reached every item."""
-    ids = [nodeid.rpartition("::")[2] for nodeid in not_reached]
-    return (
-        f"interrupted: {len(ids)} of {len(expected)} items not reached ({examples(ids)}); "
-        "the figures below are over the items graded"
-    )
+def no_score_here(summary: Summary, results: Sequence[ItemResult]) -> Summary:
+    """``summary`` with ``no_score`` said where the benchmark left it unsaid but the machine
+    graded nothing: every item of a task was excused (the machine's doing), so the score is
+    None for the machine's reason, which the gate cannot judge, never the model's failure."""
+    if summary.score is not None or summary.no_score is not None:
+        return summary
+    tasks = [result for result in results if result["task_id"]]
+    if not tasks or not all(result["excused"] for result in tasks):
+        return summary
+    causes = Counter(cause(result) for result in tasks)
+    reason, count = causes.most_common(1)[0]
+    why = f"{reason} ({count} of {len(tasks)} items)" if len(causes) > 1 else reason
+    return dataclasses.replace(summary, no_score=f"this machine could grade no item here: {why}")
 
 
 def write_report(path: Path, report: dict[str, Any]) -> None:

@@ -330,6 +330,9 @@ class ComputeEval(Benchmark):
     def score_names(self) -> list[str]:
         return [f"fast_{p:.1f}" for p in FAST_P] if self.settings[PERF] else []  # as perf_scores names them
 
+    def left_out(self) -> tuple[str, int]:
+        return skip_missing.scope(self.context)
+
     def report_info(self) -> dict[str, Any]:
         info = {**(self.context.stored(MACHINE_KEY) or {}), **releases.report_info(self.context)}
         info.update(skip_missing.report_info(self.context))  # what --codebench-skip-missing left out

@@ -32,8 +32,19 @@ def leave_out(context: RunContext, cases: Sequence[Case]) -> list[Case]:
     answered = {case.task_id for case in cases if case.missing is None}
     unanswered = [case.task_id for case in cases if case.missing is not None and case.task_id not in answered]
     left_out = list(dict.fromkeys(unanswered))
-    context.once(KEY, lambda: {"problems_left_out": len(left_out), "task_ids": left_out})
-    return [case for case in cases if case.missing is None or case.task_id in answered]
+    kept = [case for case in cases if case.missing is None or case.task_id in answered]
+    items = len(cases) - len(kept)
+    context.once(KEY, lambda: {"problems_left_out": len(left_out), "task_ids": left_out, "items": items})
+    return kept
+
+
+def scope(context: RunContext) -> tuple[str, int]:
+    """What the run's scope says of the problems left out (Benchmark.left_out)."""
+    stored = context.stored(KEY)
+    if not stored or not stored["problems_left_out"]:
+        return "", 0
+    count = stored["problems_left_out"]
+    return f"{UNANSWERED.cli} ({count} problem{'s' * (count != 1)} no set answers)", stored.get("items", count)
 
 
 def report_info(context: RunContext) -> dict[str, Any]:

@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from ..reporting import ItemResult
+from ..scope import scope_from_json
 from .records import GroupRow, GroupTable, LeaderRow, Metric, RunHeader
 
 
@@ -129,6 +130,7 @@ def header(report: Mapping[str, Any]) -> RunHeader:
         "machine": machine(report),
         "command": command_line(report.get("options") or {}),
         "merged_from": [str(part.get("report")) for part in report.get("merged_from") or []],
+        "scope": scope_from_json(report).lines(),
     }
 
 

@@ -66,6 +66,9 @@ class RunHeader(TypedDict):
     #: The options that were set, as pytest's flags.
     command: list[str]
     merged_from: list[str]
+    #: What the figures are over where it is not every item (reports.scope's lines: a
+    #: selection, an interruption); empty for a whole run.
+    scope: list[str]
 
 
 class Overview(TypedDict):

@@ -11,6 +11,8 @@
     const run = overview.run;
     cb.dom.clear(header);
     header.appendChild(el("h1", {}, "codebench: " + run.benchmark));
+    // Before any figure: what the figures are over, where it is not every item.
+    run.scope.forEach(function (line) { header.appendChild(el("p", { class: "scope", data: { field: "scope" } }, line)); });
     const facts = el("dl", { class: "facts" }, [
       row("dataset", run.dataset_path, "dataset"),
       row("release", run.release, "release"),
