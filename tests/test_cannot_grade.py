@@ -83,10 +83,10 @@ def test_harness_errors_are_grouped_by_cause(pytester, codebench):
     problems = [packs.problem(f"T/{i}", source_references={"all": 5}) for i in range(5)]
     run = codebench(*write(pytester, problems, [packs.solution(f"T/{i}") for i in range(5)]))
     run.result.assert_outcomes(errors=5)
-    lines = [line for line in run.result.stdout.lines if line.startswith("error (")]
-    # One line for the five, naming the file and the first of their lines (a bad field is found
-    # as the dataset is read, with its line).
-    assert len(lines) == 1 and lines[0].startswith("error (5): ")
+    lines = [line for line in run.result.stdout.lines if line.startswith(("error (", "dataset defect ("))]
+    # One line for the five, the dataset's (a bad field is found as the dataset is read, with
+    # its line), naming the file and the first of their lines, and their tasks.
+    assert len(lines) == 1 and lines[0].startswith("dataset defect (5): ")
     # (The line is capped at the terminal's width: a long temporary path leaves less of the cause.)
     assert "problems.jsonl:1,2,3,...: field 'source_references'" in lines[0]
-    assert lines[0].endswith(" [T/0[0], T/1[0], T/2[0], and 2 more]")
+    assert lines[0].endswith(" [T/0, T/1, T/2, and 2 more]")

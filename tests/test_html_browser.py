@@ -131,7 +131,7 @@ def numbers(text: str) -> list[float]:
 def metric_value(report: dict[str, Any], model: str, metric: str) -> float | None:
     """The figure a leaderboard cell names, read from a model's summary in the JSON report:
     ``count:OUTCOME``, ``items`` (all counted), ``excused`` (items the machine excused),
-    ``not-graded`` (problems left out of the metrics); ``pass@K`` (the report keeps a fraction,
+    ``not-graded`` (problems left out of the metrics); ``score`` (the gate's); ``pass@K`` (the report keeps a fraction,
     the page a percent); PIE's ``correct@K``, ``optimized@K``, ``mean_speedup@K`` (best@K);
     ComputeEval's ``fast_P[@K]`` and ``geomean[@K]`` (perf's best@K, K=1 unsaid)."""
     summary = report["models"][model]
@@ -141,6 +141,8 @@ def metric_value(report: dict[str, Any], model: str, metric: str) -> float | Non
         return float(sum(summary["counts"].values()))
     if metric == "excused":
         return float(sum(1 for item in report["items"] if item["model"] == model and item["excused"]))
+    if metric == "score":  # the gate's figure, in percent
+        return _number(summary["score"])
     metrics = summary["metrics"]
     if metric == "not-graded":
         return float(len(metrics.get("excluded") or []))

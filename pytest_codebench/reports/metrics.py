@@ -26,6 +26,7 @@ from .reporting import ItemResult, counted_as_failed, examples, outcome_of, scor
 #   not_computed: why a k could not be, by k;
 #   problems: the problems in the score (the denominator);
 #   excluded: the problems left out, every item excused (the machine cannot grade them here);
+#   defects: those of them whose record could not be read (the dataset's defect, not the machine's);
 #   missing: the problems the solutions never answered (in the score, as failed);
 #   counted_failures: the items that skipped or errored and count as failed, by id;
 #   intervals: pass@k's 95% interval [low, high] by k (a bootstrap over problems, see
@@ -38,6 +39,7 @@ PassAtK = TypedDict(
         "not_computed": dict[str, str],
         "problems": int,
         "excluded": list[str],
+        "defects": list[str],
         "missing": list[str],
         "counted_failures": list[str],
     },
@@ -65,10 +67,13 @@ def pass_at_ks(results: list[ItemResult], ks: list[int]) -> PassAtK:
     alone (:mod:`.comparison`), where a skipped problem scores 0: no model gains by skipping."""
     tasks: dict[str, list[int]] = defaultdict(lambda: [0, 0])  # task -> [answered n, passed c]
     seen: set[str] = set()
+    defects: set[str] = set()
     for result in results:
         if not result["task_id"]:
             continue  # no problem of the dataset (an unreadable record, an answer to no task)
         seen.add(result["task_id"])
+        if result.get("dataset_defect"):
+            defects.add(result["task_id"])
         if scored(result):
             counts = tasks[result["task_id"]]
             counts[0] += outcome_of(result) is not Outcome.MISSING_SOLUTION
@@ -99,6 +104,7 @@ def pass_at_ks(results: list[ItemResult], ks: list[int]) -> PassAtK:
         "not_computed": not_computed,
         "problems": len(tasks),
         "excluded": sorted(seen - set(tasks)),
+        "defects": sorted(defects - set(tasks)),
         "missing": sorted(missing),
         "counted_failures": sorted(result["id"] for result in results if counted_as_failed(result)),
     }
@@ -107,8 +113,11 @@ def pass_at_ks(results: list[ItemResult], ks: list[int]) -> PassAtK:
 def describe_pass_at_k(prefix: str, metrics: PassAtK) -> str:
     """One line: pass@k over the scored problems, and how many problems this machine could
     grade when some were left out (every item excused: the machine's doing)."""
-    total = metrics["problems"] + len(metrics["excluded"])
-    here = f"; this machine can grade {metrics['problems']} of {total}" if metrics["excluded"] else ""
+    defects = len(metrics.get("defects") or [])
+    machine = len(metrics["excluded"]) - defects
+    total = metrics["problems"] + machine
+    here = f"; this machine can grade {metrics['problems']} of {total}" if machine else ""
+    here += f"; {defects} dataset defect{'s' * (defects != 1)} left out" if defects else ""
     if not metrics["problems"]:
         return f"{prefix} no problem has a graded sample{here}"
     parts = [
@@ -141,8 +150,11 @@ def describe_excluded(metrics: PassAtK) -> list[str]:
             f"counted as failed, skipped or errored once the model's answer was in play: {len(failures)}: "
             f"{examples(failures)}"
         )
-    if metrics["excluded"]:
-        excluded = metrics["excluded"]
+    defects = metrics.get("defects") or []
+    if defects:
+        lines.append(f"left out of pass@k (the dataset's defects, listed below): {len(defects)}: {examples(defects)}")
+    excluded = [task for task in metrics["excluded"] if task not in defects]
+    if excluded:
         lines.append(f"left out of pass@k (the machine cannot grade them here): {len(excluded)}: {examples(excluded)}")
     return lines
 

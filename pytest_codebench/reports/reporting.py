@@ -43,6 +43,9 @@ class ItemResult(TypedDict):
     #: A skip or error that stays out of the score (:meth:`Verdict.leaves_score`): the
     #: machine's doing. Any other skip or error counts as failed.
     excused: bool
+    #: The task's own record could not be read (:attr:`Case.error`, not the answer's): the
+    #: dataset's defect, out of the score and said as the dataset's, not the machine's.
+    dataset_defect: bool
     dataset_sha256: str | None
     dataset_release: str | None
     #: The solution set (model) of the item's sample; None where the run has one set, not named.
@@ -119,6 +122,7 @@ def item_result(nodeid: str, case: Case, dataset: Dataset | None, verdict: Verdi
         "figures": dict(verdict.figures),
         "logs": dict(verdict.logs),
         "excused": excused and verdict.outcome.status in (Status.SKIPPED, Status.ERROR),
+        "dataset_defect": bool(case.task_id and case.error is not None and not case.answer_error),
         "dataset_sha256": dataset.sha256 if dataset else None,
         "dataset_release": dataset.release if dataset else None,
         "model": case.model,
@@ -165,7 +169,9 @@ def junit_properties(benchmark: str, result: ItemResult) -> list[tuple[str, obje
         properties.append(("cached", "true"))
     if result.get("same_as"):
         properties.append(("same_as", result["same_as"]))
-    if result["status"] in (Status.SKIPPED, Status.ERROR):
+    if result.get("dataset_defect"):
+        properties.append(("scored", "no (the dataset's defect)"))
+    elif result["status"] in (Status.SKIPPED, Status.ERROR):
         properties.append(("scored", "no (the machine's doing)" if result["excused"] else "yes, as failed"))
     properties += sorted(result["figures"].items())
     properties += [("dataset_sha256", result["dataset_sha256"])]
@@ -233,13 +239,23 @@ def cause_text(result: ItemResult) -> str:
 
 
 def outcome_lines(results: list[ItemResult]) -> list[str]:
-    """The count of each outcome, then skips and errors grouped by :func:`cause`, each with
-    its count and the first few items it hit."""
+    """The count of each outcome, then the dataset's defects, all of them, each whole with its
+    tasks (the fix is the dataset author's), then the other skips and errors grouped by
+    :func:`cause`, each with its count and the first few items it hit."""
     lines = ["outcomes: " + (", ".join(f"{name} {count}" for name, count in counts(results).items()) or "none")]
+    # Whole, not cut at its first '(' as causes are: "(quote it)" is the fix. Grouped by their
+    # text alone, with their lines put back, so that one defect of 500 records is one line.
+    defects: dict[str, list[ItemResult]] = {}
+    for result in results:
+        if result.get("dataset_defect"):
+            defects.setdefault(FILE_LINE.sub(r"\1:<line>", cause_text(result)), []).append(result)
+    for reason, grouped in sorted(defects.items()):
+        tasks = sorted({result["task_id"] for result in grouped})
+        lines.append(f"dataset defect ({len(tasks)}): {with_lines(reason, grouped)} [{examples(tasks)}]")
     for status in (Status.SKIPPED, Status.ERROR):
         items: dict[str, list[ItemResult]] = {}
         for result in results:
-            if result["status"] == status:
+            if result["status"] == status and not result.get("dataset_defect"):
                 items.setdefault(cause(result), []).append(result)
         for reason, grouped in sorted(items.items()):
             ids = sorted(result["id"] for result in grouped)  # the same whatever order xdist finished them in

@@ -52,26 +52,34 @@ class ModelRow(NamedTuple):
     counts: Mapping[str, int]
     #: Why the run has no score here (the report's ``no_score``), else None.
     no_score: str | None
+    #: The score the gate compares (the report's ``score``, in percent) and its interval.
+    score: Metric
 
 
 def model_rows(report: Mapping[str, Any]) -> dict[str, ModelRow]:
     """Each model's row by name; a run of one unnamed set: one, named ""."""
     models = report.get("models") or {"": report}
     return {
-        name: ModelRow(model.get("metrics") or {}, model.get("counts") or {}, model.get("no_score"))
+        name: ModelRow(
+            model.get("metrics") or {},
+            model.get("counts") or {},
+            model.get("no_score"),
+            _metric("score", model.get("score"), (model.get("intervals") or {}).get("score"), "%"),
+        )
         for name, model in models.items()
     }
 
 
 def leaderboard(report: Mapping[str, Any], items: Sequence[ItemResult], outcomes: Sequence[str]) -> list[LeaderRow]:
     rows: list[LeaderRow] = []
-    for name, (metrics, counted, no_score) in model_rows(report).items():
+    for name, (metrics, counted, no_score, score) in model_rows(report).items():
         mine = [item for item in items if (item.get("model") or "") == name]
         counts = {outcome: counted[outcome] for outcome in outcomes if counted.get(outcome)}
         rows.append(
             {
                 "model": name,
-                "metrics": metrics_of(metrics, scored=no_score is None),
+                # The gate's figure first, as every output gives it; then the benchmark's own.
+                "metrics": [score, *metrics_of(metrics, scored=no_score is None)],
                 "no_score": no_score,
                 "counts": counts,
                 "items": sum(counts.values()),
@@ -93,7 +101,7 @@ def group_table(report: Mapping[str, Any], items: Sequence[ItemResult]) -> Group
     rows: list[GroupRow] = []
     for group in groups:
         cells: list[list[float | None]] = []
-        for name, (metrics, _, no_score) in models.items():
+        for name, (metrics, _, no_score, _) in models.items():
             if by_metrics:
                 figures = ((metrics.get("groups") or {}).get(group) or {}) if no_score is None else {}
                 value = (figures.get("pass@k") or {}).get("1")
