@@ -11,11 +11,28 @@ working directory:
   (``{instance_id: {"resolved": ..., ...}}``).
 
 ``<model>`` is the set's name with ``/`` as ``__`` (SWE-bench's rule), ``<run_id>`` the run
-folder's name. SWE-bench's categories: a prediction whose patch is empty is left ungraded
-(``empty_patch_ids``, no folder); one whose patch does not apply, and one the harness could not
-grade (a skip or an error), is an error (``error_ids``, a folder without ``report.json``); a
-task the set gives no prediction for is incomplete. A set that gives several predictions for
-one task (samples, for pass@k) names each by its item id, ``<instance_id>[N]``.
+folder's name.
+
+SWE-bench counts instances (tasks), each with one prediction, over the whole dataset; so does
+this report. Where a set gives several predictions for a task (samples, for pass@k), the
+task's prediction is its first one (sample 0): ``resolved_instances`` over
+``total_instances`` is then what SWE-bench publishes as % Resolved, one attempt per task, and
+no attempt is picked by its result (resolved if any sample is would be pass@k, which SWE-bench
+does not call % Resolved). Every sample's outcome stays under a name of our own,
+``codebench_samples`` (``{instance_id: [outcome of sample 0, of sample 1, ...]}``).
+
+SWE-bench's categories, each task in exactly one of the first four:
+- no prediction: incomplete (``incomplete_ids``);
+- a prediction whose ``model_patch`` is empty or null: empty patch (``empty_patch_ids``, no
+  folder);
+- a patch that does not apply, a build or suite that ran past its time, an item the harness
+  could not grade (a skip or an error), and a prediction this run did not grade (deselected,
+  not reached): error (``error_ids``, a folder without ``report.json``, none where it was not
+  graded), as SWE-bench's ``run_instance`` writes no report for these;
+- otherwise completed (``report.json``), and resolved where the item passed, else unresolved
+  (a failed setup or build too: SWE-bench runs its tests anyway, and they fail).
+Submitted is every task with a prediction. Predictions for no task of the dataset are left
+out (SWE-bench refuses them).
 """
 
 from __future__ import annotations
@@ -41,11 +58,15 @@ SWEBENCH_DIR = text_option(
 )
 # Outcomes SWE-bench's harness counts as errors: it could not evaluate the patch.
 NOT_APPLIED = (Outcome.PATCH_FAILED, Outcome.INVALID_SOLUTION)
+# Its run_instance gives up on an eval script (build and tests, one command) that runs past
+# its time, and writes no report: an error too, where a setup or build that fails, run to
+# the end, is a completed instance that its tests do not resolve.
+NO_REPORT = (*NOT_APPLIED, Outcome.EMPTY_PATCH, Outcome.BUILD_TIMEOUT, Outcome.TEST_TIMEOUT)
 
 
 @dataclasses.dataclass
 class RunReport:
-    """One set's ids by what became of them (SWE-bench's ``make_run_report``)."""
+    """One set's instance ids by what became of them (SWE-bench's ``make_run_report``)."""
 
     submitted: set[str] = dataclasses.field(default_factory=set)
     completed: set[str] = dataclasses.field(default_factory=set)
@@ -54,12 +75,15 @@ class RunReport:
     empty_patch: set[str] = dataclasses.field(default_factory=set)
     error: set[str] = dataclasses.field(default_factory=set)
     incomplete: set[str] = dataclasses.field(default_factory=set)
+    #: Ours: each submitted instance's samples' outcomes, by sample number (None: not graded).
+    samples: dict[str, list[str | None]] = dataclasses.field(default_factory=dict)
 
-    def to_json(self, total: int) -> dict[str, Any]:
-        """As SWE-bench writes it (schema_version 2), its keys in its order."""
+    def to_json(self) -> dict[str, Any]:
+        """As SWE-bench writes it (schema_version 2), its keys in its order, then ours."""
         ids = {name: sorted(getattr(self, name)) for name in ("completed", "incomplete", "empty_patch", "submitted")}
         return {
-            "total_instances": total,
+            # Every task has a prediction or none: the dataset's tasks, as SWE-bench's total.
+            "total_instances": len(self.submitted | self.incomplete),
             "submitted_instances": len(self.submitted),
             "completed_instances": len(self.completed),
             "resolved_instances": len(self.resolved),
@@ -71,6 +95,7 @@ class RunReport:
             "unresolved_ids": sorted(self.unresolved),
             "error_ids": sorted(self.error),
             "schema_version": 2,
+            "codebench_samples": dict(sorted(self.samples.items())),
         }
 
 
@@ -109,50 +134,72 @@ def _instance_report(instance: str, result: ItemResult, patch: str | None) -> di
     }
 
 
-def _file(instance: str, result: ItemResult, case: Case | None, folder: Path, report: RunReport) -> None:
-    """Files one item under ``report`` and writes its folder (none for an empty patch)."""
+def category(patch: Any, result: ItemResult | None) -> str:
+    """What SWE-bench makes of a task's prediction (``patch``) and its item's ``result`` (None:
+    not graded): ``empty_patch``, ``error``, ``resolved`` or ``unresolved``."""
+    if patch in ("", None):  # SWE-bench's test: a patch of blanks is tried, and does not apply
+        return "empty_patch"
+    if result is None:
+        return "error"
     outcome = Outcome(result["outcome"])
-    if outcome is Outcome.MISSING_SOLUTION:
+    if outcome in NO_REPORT or outcome.status in (Status.SKIPPED, Status.ERROR):
+        return "error"
+    return "resolved" if outcome is Outcome.PASSED else "unresolved"
+
+
+def _file(instance: str, samples: list[Case], results: dict[int, ItemResult], folder: Path, report: RunReport) -> None:
+    """Files one task (its cases ``samples``, their ``results`` by sample number) under
+    ``report`` and writes its folder."""
+    predictions = sorted((case for case in samples if case.missing is None), key=lambda case: case.sample)
+    if not predictions:
         report.incomplete.add(instance)
         return
     report.submitted.add(instance)
-    if outcome is Outcome.EMPTY_PATCH:
+    report.samples[instance] = [
+        results[case.sample]["outcome"] if case.sample in results else None for case in predictions
+    ]
+    patch = (predictions[0].solution or {}).get("model_patch")
+    result = results.get(predictions[0].sample)
+    kind = category(patch, result)
+    if kind == "empty_patch":
         report.empty_patch.add(instance)
         return
-    patch = (case.solution or {}).get("model_patch") if case else None
+    if result is None:
+        report.error.add(instance)  # nothing ran: no folder, as SWE-bench leaves none
+        return
     here = folder / instance
     here.mkdir(parents=True, exist_ok=True)
-    (here / "patch.diff").write_text(patch or "")
+    (here / "patch.diff").write_text(patch if isinstance(patch, str) else "")
     (here / "test_output.txt").write_text(_test_output(result))
-    if outcome in NOT_APPLIED or outcome.status in (Status.SKIPPED, Status.ERROR):
+    if kind == "error":
         report.error.add(instance)
         return
     report.completed.add(instance)
-    (report.resolved if outcome is Outcome.PASSED else report.unresolved).add(instance)
+    (report.resolved if kind == "resolved" else report.unresolved).add(instance)
     (here / "report.json").write_text(json.dumps(_instance_report(instance, result, patch), indent=4) + "\n")
 
 
 def write_swebench(folder: Path, run_id: str, results: Sequence[ItemResult], cases: Sequence[Case]) -> list[Path]:
-    """Writes every set's files into ``folder``; returns the summaries written."""
-    by_sample = {(case.model, case.task_id, case.sample): case for case in cases}
-    tasks = {case.task_id for case in cases if case.record}
-    by_set: dict[str | None, list[tuple[ItemResult, Case | None]]] = {}
+    """Writes the files of every set this run graded into ``folder``; returns the summaries
+    written."""
+    by_set: dict[str | None, dict[str, list[Case]]] = {}
+    for case in cases:
+        if case.task_id and case.record:  # a prediction for no task: SWE-bench refuses it
+            by_set.setdefault(case.model, {}).setdefault(case.task_id, []).append(case)
+    graded: dict[tuple[str | None, str], dict[int, ItemResult]] = {}
     for result in results:
-        case = by_sample.get((result["model"], result["task_id"], result["sample"]))
-        if case is not None and not case.record:
-            continue  # a prediction for no task of the dataset: SWE-bench leaves it out too
-        by_set.setdefault(result["model"], []).append((result, case))
+        graded.setdefault((result["model"], result["task_id"]), {})[result["sample"]] = result
     written = []
-    for name, items in by_set.items():
-        model = model_name(name, [case for _, case in items])
-        several = len({result["task_id"] for result, _ in items}) < len(items)
+    for name, tasks in by_set.items():
+        if not any((name, task_id) in graded for task_id in tasks):
+            continue  # a set this run did not grade at all
+        model = model_name(name, [case for samples in tasks.values() for case in samples])
         report = RunReport()
         logs = folder / "logs" / "run_evaluation" / run_id / model
-        for result, case in items:
-            instance = f"{result['task_id']}[{result['sample']}]" if several else result["task_id"]
-            _file(instance, result, case, logs, report)
+        for task_id, samples in tasks.items():
+            _file(task_id, samples, graded.get((name, task_id), {}), logs, report)
         summary = folder / f"{model}.{run_id}.json"
         folder.mkdir(parents=True, exist_ok=True)
-        write_atomically(summary, json.dumps(report.to_json(len(tasks)), indent=4) + "\n")
+        write_atomically(summary, json.dumps(report.to_json(), indent=4) + "\n")
         written.append(summary)
     return written
