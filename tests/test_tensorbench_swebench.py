@@ -107,7 +107,8 @@ def _swebench(folder: Path) -> None:
         [sys.executable, "-c", "import swebench.harness.reporting"], cwd=folder, capture_output=True, text=True
     )
     if probe.returncode != 0:
-        reason = f"the swebench package cannot be imported (pip install swebench): {probe.stderr.strip()[-300:]}"
+        why = (probe.stderr.strip().splitlines() or ["no output"])[-1]
+        reason = f"swebench cannot be imported (pip install swebench; CODEBENCH_REQUIRE_SWEBENCH=1 fails): {why}"
         if os.environ.get("CODEBENCH_REQUIRE_SWEBENCH"):
             pytest.fail(reason)
         pytest.skip(reason)
