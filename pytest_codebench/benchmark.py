@@ -86,8 +86,11 @@ class Benchmark(abc.ABC):
     name: ClassVar[str]
     options: ClassVar[Sequence[Option[Any]]] = ()
     #: The bundled sample graded when no ``--codebench-dataset`` is given, relative to
-    #: the ``pytest_codebench.datasets`` package (the repository's ``datasets/`` folder).
+    #: :attr:`dataset_package`.
     default_dataset: ClassVar[str]
+    #: The package ``default_dataset`` lies in: the repository's ``datasets/`` folder for the
+    #: benchmarks of this distribution; a benchmark of another names its own package.
+    dataset_package: ClassVar[str] = "pytest_codebench.datasets"
     #: How a file of solutions is named in a directory of solution sets (one per model); the
     #: set's name is the file's without it. NVIDIA's harness: ``NAME-solutions.tar.gz``.
     solution_suffixes: ClassVar[tuple[str, ...]] = ("-solutions.tar.gz",)
@@ -105,7 +108,7 @@ class Benchmark(abc.ABC):
         given = self.settings[DATASET]
         if given:
             return Path(given).resolve()
-        return Path(str(resources.files("pytest_codebench.datasets") / self.default_dataset)).resolve()
+        return Path(str(resources.files(self.dataset_package) / self.default_dataset)).resolve()
 
     @functools.cached_property
     def solution_sets(self) -> list[SolutionSet]:

@@ -3,9 +3,9 @@
 The order, first that applies:
 
 1. ``--codebench-image``, as given.
-2. ``pytest-codebench/BENCHMARK``, built from ``images/BENCHMARK.Dockerfile`` FROM
-   ``--codebench-docker-base``; without one, FROM the Dockerfile's own ``BASE`` when it is here
-   or can be pulled, else FROM the local base that scripts/docker-setup.sh builds.
+2. ``pytest-codebench/BENCHMARK``, built from the benchmark's Dockerfile (:func:`dockerfile_of`)
+   FROM ``--codebench-docker-base``; without one, FROM the Dockerfile's own ``BASE`` when it is
+   here or can be pulled, else FROM the local base that scripts/docker-setup.sh builds.
 3. Where that image lacks a command the Dockerfile says its items need
    (``LABEL org.pytest-codebench.needs="nvcc"``) and this machine has it, the machine's own:
    for nvcc, the host's CUDA toolkit, mounted read-only at its own path into every container
@@ -26,7 +26,8 @@ import shlex
 import shutil
 import subprocess
 from collections.abc import Callable
-from importlib import resources
+from importlib import import_module, resources
+from importlib.metadata import entry_points
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -60,6 +61,8 @@ LOCAL_BASE = "codebench-base:bookworm"
 # Seconds a container asking an image for a command may live (it answers at once).
 HAS_BUDGET = 120
 NEEDS_LABEL = "org.pytest-codebench.needs"
+# Where benchmarks register (benchmark.ENTRY_POINT_GROUP; the runners import nothing above them).
+BENCHMARKS_GROUP = "pytest_codebench.benchmarks"
 
 
 def engine_error(exc: BaseException) -> HarnessError:
@@ -295,12 +298,40 @@ class ImageChooser:
         return tag
 
 
+def dockerfile_places(benchmark: str) -> list[Path]:
+    """Where ``BENCHMARK.Dockerfile`` may be, in order: this package's ``images/`` (the bundled
+    benchmarks'), then the folder of the module the benchmark's entry point names, so that a
+    benchmark of another distribution ships its image's recipe beside its own code."""
+    places = [Path(str(resources.files("pytest_codebench.images"))) / f"{benchmark}.Dockerfile"]
+    for entry in entry_points(group=BENCHMARKS_GROUP, name=benchmark):
+        # Imported already: the run found its benchmark class through this entry point.
+        source = getattr(import_module(entry.module), "__file__", None)
+        if source:
+            places.append(Path(source).parent / f"{benchmark}.Dockerfile")
+    return places
+
+
+def dockerfile_of(benchmark: str) -> Path | str:
+    """The Dockerfile ``benchmark``'s image is built from (the first of :func:`dockerfile_places`),
+    or why there is none: the file it needs, where it may go, and the other way out."""
+    places = dockerfile_places(benchmark)
+    found = next((place for place in places if place.is_file()), None)
+    if found is not None:
+        return found
+    where = " or ".join(str(place.parent) for place in reversed(places))
+    return (
+        f"no Dockerfile for the benchmark {benchmark}: the docker runner builds its image from {benchmark}.Dockerfile,"
+        f" and there is none in {where}. Add one there (ARG BASE=IMAGE, FROM ${{BASE}}, with the commands its items"
+        " run and coreutils' timeout, shipped as package data: see docs/adding-a-benchmark.md), or give an image"
+        " with --codebench-image"
+    )
+
+
 def choose(client: docker.DockerClient, context: RunContext, benchmark: str, labels: dict[str, str]) -> ImageChoice:
     """The image for ``benchmark``'s commands, in the order of this module's docstring."""
     chooser = ImageChooser(client, context, labels)
-    images = Path(str(resources.files("pytest_codebench.images")))
-    dockerfile = images / f"{benchmark}.Dockerfile"
-    default_base, needs = declared(dockerfile.read_text()) if dockerfile.is_file() else (None, [])
+    dockerfile = dockerfile_of(benchmark)
+    default_base, needs = declared(dockerfile.read_text()) if isinstance(dockerfile, Path) else (None, [])
     given = context.settings[IMAGE]
     if given:
         if chooser.image_id(given) is None:
@@ -311,11 +342,11 @@ def choose(client: docker.DockerClient, context: RunContext, benchmark: str, lab
             if not chooser.has(given, need)
         }
         return ImageChoice(given, "given with --codebench-image", missing=missing)
-    if not dockerfile.is_file():
-        raise HarnessError(f"no Dockerfile for {benchmark}: give an image with --codebench-image")
+    if isinstance(dockerfile, str):
+        raise HarnessError(dockerfile)
     base, base_id, why = chooser.base(context.settings[DOCKER_BASE], default_base)
     image = f"pytest-codebench/{benchmark}:{__version__}-{digest(dockerfile.read_text(), base_id)}"
-    chooser.build(image, images, dockerfile.name, {"BASE": base})
+    chooser.build(image, dockerfile.parent, dockerfile.name, {"BASE": base})
     reason = f"built {why}"
     missing = {}
     mounts: list[str] = []
