@@ -1,4 +1,4 @@
-"""The example benchmark that docs/adding-a-benchmark.md walks through (examples/hello), built
+"""The example benchmark that docs/adding-a-benchmark.md walks through (docs/examples/hello), built
 and installed as a third party's benchmark is, and found as one is: through the entry point its
 own pyproject.toml declares, from outside this package. What the walkthrough shows it doing, it
 does."""
@@ -19,7 +19,7 @@ import pytest
 from filelock import FileLock
 
 ROOT = Path(__file__).parents[1]
-EXAMPLE = ROOT / "examples" / "hello"
+EXAMPLE = ROOT / "docs" / "examples" / "hello"
 SOURCE = EXAMPLE / "codebench_hello" / "__init__.py"
 WALKTHROUGH = ROOT / "docs" / "adding-a-benchmark.md"
 DOCKER = ["--codebench-runner", "docker", "--codebench-docker-base", packs.DOCKER_BASE]
@@ -57,7 +57,7 @@ def install(wheel: Path, site: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 @pytest.fixture
 def hello(hello_wheel: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """``pytest --codebench=hello`` works in this test's inner runs, as after ``pip install
-    examples/hello``; the installed package's folder."""
+    docs/examples/hello``; the installed package's folder."""
     return install(hello_wheel, tmp_path / "site", monkeypatch)
 
 
