@@ -40,6 +40,7 @@ from .reports.reporting import (
 from .reports.scope import Scope, scope_of, selection_text
 from .runners import Runner, get_runner_class
 from .sweeps.reuse import ORIGIN_KEY, Reuse, reuse_lines, run_identity
+from .sweeps.solution_sets import display_name
 from .verdict import Outcome, Verdict
 
 STATE_KEY = pytest.StashKey["CodebenchSession"]()
@@ -208,11 +209,12 @@ class CodebenchSession:
         self.models = model_summaries(self.benchmark.score_record, self.results)
         self.comparisons = model_comparisons(self.results)
         add_to_junit(self.config, self.summary, self.models, self.scope)
+        run = self.run_info()
         report_path, html_dir = self.settings[REPORT], self.settings[HTML]
         if report_path or html_dir:
             models = {name: model.to_json() for name, model in self.models.items()}
             report = {
-                **report_json(self.run_info(), self.results, self.summary, models),
+                **report_json(run, self.results, self.summary, models),
                 "comparisons": self.comparisons,
                 **self.scope.to_json(),
             }
@@ -225,7 +227,9 @@ class CodebenchSession:
             first = next((result for result in self.results if result["dataset_sha256"]), self.results[0])
             dataset = markdown.dataset_label(str(self.dataset_path), first["dataset_sha256"], first["dataset_release"])
             whole = ModelSummary(self.summary, counts(self.results))
-            text = markdown.report(self.benchmark, dataset, whole, self.models, self.scope.lines())
+            name = run["model"]  # one set's model keeps its file's name, as in a sweep
+            shown = self.models or ({name: whole} if name else {})
+            text = markdown.report(self.benchmark, dataset, whole, shown, self.scope.lines())
             markdown.publish(Path(markdown_path), text + comparison_markdown(self.comparisons))
         gate = self.fail_under()
         # Only a run that graded decides by score: interruptions and usage errors stand.
@@ -252,6 +256,9 @@ class CodebenchSession:
             "run_dir": str(self.context.run_dir),
             "environment": {**self.benchmark.report_info(), **runner, **hosts},
             "harness_version": harness_version(),
+            "model": None
+            if self.models
+            else display_name(self.benchmark.solution_sets, self.benchmark.solution_suffixes),
             "started": timestamp(self.started),
             "wall_seconds": round(time.time() - self.started, 3),
         }

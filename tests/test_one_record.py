@@ -90,7 +90,7 @@ def outputs_agree(run: Run, path: Path) -> dict[str, Any]:
     markdown = (path / "r.md").read_text()
     for name, (score, _) in said["json"].items():
         # The model's row of the table (the comparisons below it start with a model's name too).
-        row = next(line for line in markdown.splitlines() if line.startswith(f"| {name or 'all'} |"))
+        row = next(line for line in markdown.splitlines() if line.startswith(f"| {name or report['model'] or 'all'} |"))
         assert score is None or f"{score}%" in row or report["benchmark"] == "pie", (name, row)
     # The scope: the same lines first in the terminal, in the markdown and in the page; JUnit's
     # properties name the same counts.
@@ -188,3 +188,17 @@ def test_a_broken_pie_model_has_pies_optimized_as_its_score_everywhere(pytester,
     run = pie(write_pie(pytester.path, rows, references), *OUTPUTS, *GATE)
     report = outputs_agree(run, pytester.path)
     assert report["score"] == pytest.approx(100 / 3)
+
+
+def test_a_single_model_keeps_its_files_name_everywhere(pytester, codebench):
+    dataset = packs.write_problems(pytester.path / "p-problems.tar.gz", [packs.problem("T/1"), packs.problem("T/2")])
+    answers = [packs.solution("T/1"), packs.solution("T/2", packs.WRONG)]
+    solutions = packs.write_solutions(pytester.path / "gpt-5-solutions.tar.gz", answers)
+    run = run_computeeval(
+        pytester, codebench, ["--codebench-dataset", str(dataset), "--codebench-solutions", str(solutions)], FORCE
+    )
+    report = outputs_agree(run, pytester.path)
+    assert report["model"] == "gpt-5" and report["models"] == {}  # the items keep their ids
+    assert "| gpt-5 | 50.00%" in (pytester.path / "r.md").read_text()
+    _, overview = read_data(pytester.path / "page" / "data" / "overview.js")
+    assert overview["run"]["model"] == "gpt-5"

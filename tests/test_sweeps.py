@@ -230,9 +230,10 @@ def test_one_set_keeps_its_ids_and_reports_no_models(
     assert "per model:" not in run.output
     report = json.loads((pytester.path / "report.json").read_text())
     assert report["models"] == {} and {item["model"] for item in report["items"]} == {None}
-    # The markdown report has the one row of the whole run.
+    assert report["model"] == "good"  # named by its file, as a sweep names each set
+    # The markdown report has the one row of the whole run, under the model's name.
     # g1 has one problem: no interval.
-    row = "| all | 100.00% [100.00, 100.00] | 100.00% | 100.00% [100.00, 100.00] | 3 | 3 |"
+    row = "| good | 100.00% [100.00, 100.00] | 100.00% | 100.00% [100.00, 100.00] | 3 | 3 |"
     assert row in (pytester.path / "report.md").read_text()
 
 

@@ -189,6 +189,7 @@ def merge(
         "run_dir": first.get("run_dir", ""),
         "environment": first.get("environment", {}),
         "harness_version": first.get("harness_version") or "",
+        "model": first.get("model") if not models and len({part.data.get("model") for part in parts}) == 1 else None,
         "started": min((part.data.get("started") or "" for part in parts), default="") or None,
         "wall_seconds": None,
     }
@@ -201,7 +202,8 @@ def merge(
     whole = ModelSummary(summary, counts(results))
     if markdown_path is not None:
         dataset = markdown.dataset_label(run["dataset_path"], data["dataset"]["sha256"], data["dataset"]["release"])
-        text = markdown.report(benchmark, dataset, whole, models, scope.lines())
+        name = run["model"]
+        text = markdown.report(benchmark, dataset, whole, models or ({name: whole} if name else {}), scope.lines())
         markdown.publish(markdown_path, text + comparison_markdown(data["comparisons"]))
     lines = [*scope.lines(), *summary.lines, whole.outcome_line()]
     if models:

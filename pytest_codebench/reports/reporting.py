@@ -98,6 +98,9 @@ class RunInfo(TypedDict):
     environment: dict[str, Any]
     #: What graded (:func:`~pytest_codebench.reports.harness.harness_version`): merge refuses to mix two.
     harness_version: str
+    #: The model of a run of one set, as its file names it (``gpt-5``); None in a sweep, whose
+    #: models are named in ``models``, and for a set with no file.
+    model: str | None
     #: When the run began (ISO 8601, UTC) and its seconds until the report was written; a
     #: merge gives its parts' earliest start and no wall time (they ran side by side).
     started: str | None
@@ -305,6 +308,7 @@ def report_json(
     return {
         "benchmark": run["benchmark"],
         "harness_version": run["harness_version"],
+        "model": run["model"],
         "dataset": {
             "path": run["dataset_path"],
             "release": first["dataset_release"] if first else None,

@@ -104,6 +104,18 @@ def find_sets(specs: list[SolutionSpec], suffixes: Sequence[str]) -> list[Soluti
     return [SolutionSet(name, where) for name, where in found]
 
 
+def display_name(sets: Sequence[SolutionSet], suffixes: Sequence[str]) -> str | None:
+    """The name a run of one set not named by hand shows for its model: its file's, as a sweep
+    names each of its sets (``gpt-5-solutions.tar.gz``: ``gpt-5``); None for the benchmark's
+    default answers or a file whose name cannot name a set. Shown only: the items keep their ids."""
+    if len(sets) != 1 or sets[0].name is not None or sets[0].path is None:
+        return None
+    try:
+        return _name_of(Path(sets[0].path).name, suffixes, sets[0].path)
+    except ValueError:
+        return None
+
+
 def set_name(model: str) -> str:
     """A model's own name (``openai/gpt-4o``) as a set's name: ``/`` becomes ``__`` (as
     SWE-bench names its files), anything else that would break an item's id (``:``,

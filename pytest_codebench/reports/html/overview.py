@@ -139,6 +139,7 @@ def header(report: Mapping[str, Any]) -> RunHeader:
         "command": command_line(report.get("options") or {}),
         "merged_from": [str(part.get("report")) for part in report.get("merged_from") or []],
         "scope": scope_from_json(report).lines(),
+        "model": report.get("model"),
     }
 
 

@@ -69,6 +69,9 @@ class RunHeader(TypedDict):
     #: What the figures are over where it is not every item (reports.scope's lines: a
     #: selection, an interruption); empty for a whole run.
     scope: list[str]
+    #: The model of a run of one set, as its file names it (the report's ``model``): the
+    #: name shown for the run's one row, whose key stays "".
+    model: str | None
 
 
 class Overview(TypedDict):

@@ -45,7 +45,8 @@
   }
 
   function modelLabel(name) {
-    return name === "" ? "(this run)" : name;
+    // A run of one set: its model's name as its file gives it, where it gives one.
+    return name === "" ? (cb.data.overview.run.model || "(this run)") : name;
   }
 
   function itemHref(nodeid) {
