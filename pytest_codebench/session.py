@@ -24,6 +24,7 @@ from .reports.html import write_html
 from .reports.junit_suite import add_to_junit
 from .reports.model_tests import ModelComparison, comparison_lines, comparison_markdown, model_comparisons
 from .reports.reporting import (
+    Invocation,
     ItemResult,
     RunInfo,
     Summary,
@@ -246,6 +247,7 @@ class CodebenchSession:
         return scope_of(self.expected, {result["nodeid"] for result in self.results}, dataset_items, by)
 
     def run_info(self) -> RunInfo:
+        benchmark = self.benchmark
         runner = {"runner": self.runner_info} if self.runner_info else {}
         # Workers on other hosts probed their own machine: what each found, and its run folder there.
         hosts = {"hosts": self.config.stash[HOSTS_KEY]} if HOSTS_KEY in self.config.stash else {}
@@ -256,11 +258,19 @@ class CodebenchSession:
             "run_dir": str(self.context.run_dir),
             "environment": {**self.benchmark.report_info(), **runner, **hosts},
             "harness_version": harness_version(),
-            "model": None
-            if self.models
-            else display_name(self.benchmark.solution_sets, self.benchmark.solution_suffixes),
+            "invocation": self._invocation(),
+            "model": None if self.models else display_name(benchmark.solution_sets, benchmark.solution_suffixes),
             "started": timestamp(self.started),
             "wall_seconds": round(time.time() - self.started, 3),
+        }
+
+    def _invocation(self) -> Invocation:
+        given = [str(arg) for arg in self.config.invocation_params.args]
+        positional = {str(arg) for arg in getattr(self.config.option, "file_or_dir", None) or []}
+        return {
+            "dir": str(self.config.invocation_params.dir),
+            "args": given,
+            "options": [arg for arg in given if arg not in positional],
         }
 
     def fail_under(self) -> Gate | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -52,3 +53,34 @@ def test_a_run_writes_its_page_with_the_reports_numbers(pytester: pytest.Pyteste
     assert sum(1 for item in report["items"] if item["solution"]) == 3
     assert (pytester.path / "page" / "index.html").is_file()
     assert (pytester.path / "page" / "assets" / "vendor" / "chart.umd.min.js").is_file()
+
+
+def test_an_items_rerun_line_runs_that_item_as_shown(pytester: pytest.Pytester) -> None:
+    """The page's rerun line (header's run.rerun and the item's quoted node id, as item.js
+    joins them) is a command a shell runs as shown: the run's folder, its options (a path with
+    a space and a quote in it, a -k expression), and only that item."""
+    folder = pytester.path / "it's here"
+    folder.mkdir()
+    problems = [packs.problem(f"T/{i}") for i in (1, 2, 3)]
+    dataset = packs.pack_args(
+        folder, problems, [packs.solution("T/1"), packs.solution("T/2", packs.WRONG), packs.solution("T/3")]
+    )
+    pytester.chdir()
+    args = [
+        "--codebench=computeeval",
+        *dataset,
+        "--codebench-run-without-gpu",
+        "-k",
+        "T/1 or T/2",
+        "--codebench-html=page",
+    ]
+    pytester.runpytest_subprocess(*args)
+    overview = data(pytester.path / "page" / "data" / "overview.js")
+    item = "computeeval/p-problems::T/2[0]"
+    line = overview["run"]["rerun"] + " " + "'" + item.replace("'", "'\"'\"'") + "'"  # as item.js writes it
+    assert line.startswith(f"cd {pytester.path} && pytest ") and " --codebench=computeeval " in line
+    assert " -k 'T/1 or T/2' " in line
+    done = subprocess.run(
+        ["bash", "-c", line + " -p no:cacheprovider"], capture_output=True, text=True, cwd="/", timeout=300
+    )
+    assert re.search(r"\b1 failed in\b", done.stdout), done.stdout + done.stderr  # T/2 alone, as the run graded it

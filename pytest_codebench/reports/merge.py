@@ -189,6 +189,7 @@ def merge(
         "run_dir": first.get("run_dir", ""),
         "environment": first.get("environment", {}),
         "harness_version": first.get("harness_version") or "",
+        "invocation": None,  # each part's own: see merged_from
         "model": first.get("model") if not models and len({part.data.get("model") for part in parts}) == 1 else None,
         "started": min((part.data.get("started") or "" for part in parts), default="") or None,
         "wall_seconds": None,

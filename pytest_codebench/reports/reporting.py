@@ -86,6 +86,18 @@ class Summary:
     no_score: str | None = None
 
 
+class Invocation(TypedDict):
+    """How the run was started, so that a report can say how to run it, or one item, again."""
+
+    dir: str
+    """Where pytest ran (relative paths in ``args`` are from here)."""
+    args: list[str]
+    """pytest's arguments as given."""
+    options: list[str]
+    """The same without its positional arguments (paths, node ids): what an item's rerun
+    line gives before the item's node id."""
+
+
 class RunInfo(TypedDict):
     """What the JSON report says of the run besides its items."""
 
@@ -98,6 +110,8 @@ class RunInfo(TypedDict):
     environment: dict[str, Any]
     #: What graded (:func:`~pytest_codebench.reports.harness.harness_version`): merge refuses to mix two.
     harness_version: str
+    #: How pytest was started; None for a merge of reports.
+    invocation: Invocation | None
     #: The model of a run of one set, as its file names it (``gpt-5``); None in a sweep, whose
     #: models are named in ``models``, and for a set with no file.
     model: str | None
@@ -309,6 +323,7 @@ def report_json(
         "benchmark": run["benchmark"],
         "harness_version": run["harness_version"],
         "model": run["model"],
+        "invocation": run["invocation"],
         "dataset": {
             "path": run["dataset_path"],
             "release": first["dataset_release"] if first else None,

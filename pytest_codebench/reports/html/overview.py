@@ -5,6 +5,7 @@ numbers; reports of older runs lack some keys (intervals, comparisons, models) a
 from __future__ import annotations
 
 import json
+import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
@@ -126,6 +127,7 @@ def _passed_shares(items: Sequence[ItemResult]) -> dict[tuple[str, str], float]:
 
 def header(report: Mapping[str, Any]) -> RunHeader:
     dataset = report.get("dataset") or {}
+    command, rerun = command_lines(report)
     return {
         "benchmark": str(report.get("benchmark", "")),
         "dataset_path": str(dataset.get("path", "")),
@@ -136,7 +138,8 @@ def header(report: Mapping[str, Any]) -> RunHeader:
         "wall_seconds": report.get("wall_seconds"),
         "run_dir": str(report.get("run_dir") or ""),
         "machine": machine(report),
-        "command": command_line(report.get("options") or {}),
+        "command": command,
+        "rerun": rerun,
         "merged_from": [str(part.get("report")) for part in report.get("merged_from") or []],
         "scope": scope_from_json(report).lines(),
         "model": report.get("model"),
@@ -165,6 +168,18 @@ def machine(report: Mapping[str, Any]) -> list[list[str]]:
             ]
         )
     return lines
+
+
+def command_lines(report: Mapping[str, Any]) -> tuple[str, str]:
+    """(``command``, ``rerun``): the run's command line as it ran, and ``rerun``: the same without its
+    positional arguments, to which an item's view adds the item's node id: each a line a shell
+    runs as shown (``cd DIR && pytest ...``, every argument quoted). A merge, or a report older
+    than the invocation's record, gives its options as flags, and no rerun line."""
+    invocation = report.get("invocation")
+    if not invocation:
+        return "pytest " + shlex.join(command_line(report.get("options") or {})), ""
+    where = f"cd {shlex.quote(invocation['dir'])} && pytest"
+    return f"{where} {shlex.join(invocation['args'])}".rstrip(), f"{where} {shlex.join(invocation['options'])}".rstrip()
 
 
 def command_line(options: Mapping[str, Any]) -> list[str]:

@@ -63,8 +63,11 @@ class RunHeader(TypedDict):
     run_dir: str
     #: The machine: (label, text) pairs (GPU, toolkit, runner, sandbox, calibration...).
     machine: list[list[str]]
-    #: The options that were set, as pytest's flags.
-    command: list[str]
+    #: The run's command line, as a shell runs it (overview.command_lines).
+    command: str
+    #: The same without its positional arguments: an item's rerun line is it and the item's
+    #: quoted node id; "" where the report does not say how it ran (a merge).
+    rerun: str
     merged_from: list[str]
     #: What the figures are over where it is not every item (reports.scope's lines: a
     #: selection, an interruption); empty for a whole run.

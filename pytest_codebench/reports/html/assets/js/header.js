@@ -29,7 +29,7 @@
     header.appendChild(el("details", { data: { field: "machine" } }, [el("summary", {}, "machine"), machine]));
     header.appendChild(el("details", { data: { field: "command" } }, [
       el("summary", {}, "command line"),
-      el("pre", { class: "command" }, "pytest " + run.command.join(" ")),
+      el("pre", { class: "command" }, run.command),
     ]));
   };
 })(window.codebench);

@@ -81,7 +81,9 @@
   }
 
   function render(view, item) {
-    const rerun = "pytest '" + item.nodeid.replace(/'/g, "'\\''") + "'";
+    // The run's own command line and this item's node id, quoted as Python's shlex.quote does.
+    const quoted = "'" + item.nodeid.replace(/'/g, "'\"'\"'") + "'";
+    const rerun = cb.data.overview.run.rerun ? cb.data.overview.run.rerun + " " + quoted : "pytest " + quoted;
     const section = el("section", { id: "item", data: { outcome: item.outcome } }, [
       el("h2", {}, item.id || item.nodeid),
       el("dl", { class: "facts" }, [
