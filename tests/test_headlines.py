@@ -101,8 +101,11 @@ def test_without_a_gpu_a_models_row_says_no_gpu_rather_than_zero() -> None:
     summary = summarize(results, Settings({}))
     assert summary.metrics["no_pass_here"] and summary.score is None
     assert summary.no_score == f"{NO_GPU}: no sample could be graded to a pass here"
-    cells = {"pass@1": "0.00%", "g pass@1": "0.00%", "items": "2"}
-    assert table_cells(cells, summary.metrics) == {"pass@1": "no GPU", "g pass@1": "no GPU", "items": "2"}
+    # A pass@2 computed for a group (its problems have two samples) where the overall one is
+    # not must not read 0.00% beside "no GPU".
+    cells = {"pass@1": "0.00%", "g pass@1": "0.00%", "g pass@2": "0.00%", "pass@2": "n/a", "items": "2"}
+    no_gpu = {"pass@1": "no GPU", "g pass@1": "no GPU", "g pass@2": "no GPU", "pass@2": "no GPU", "items": "2"}
+    assert table_cells(cells, summary.metrics) == no_gpu
     # With a GPU (no such skip) the row keeps its figures.
     graded = summarize([result("T/2", Verdict(Outcome.BUILD_ERROR, "retrun"))], Settings({}))
     assert table_cells(cells, graded.metrics) == cells

@@ -9,6 +9,7 @@ here, and gives the figure only for what was graded, saying how many problems th
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
@@ -31,6 +32,8 @@ from .perf.scores import describe_perf, perf_metrics, perf_scores
 
 # How the skip of a sample that built on a machine without a GPU begins (benchmark.grade).
 NO_GPU = "no usable CUDA GPU"
+# A pass@k column of the comparison table (``pass@1``, ``cuda-kernels pass@2``).
+PASS_AT_COLUMN = re.compile(r"(^|\s)pass@\d+$")
 
 
 def cannot_pass_here(results: Sequence[ItemResult]) -> bool:
@@ -96,7 +99,6 @@ def table_cells(cells: dict[str, str], metrics: dict[str, Any]) -> dict[str, str
     could be graded to a pass here, as its headline does, rather than 0.00%."""
     if not metrics.get("no_pass_here"):
         return cells
-    return {
-        column: "no GPU" if column.endswith(tuple(f"pass@{k}" for k in metrics["pass@k"])) else cell
-        for column, cell in cells.items()
-    }
+    # Every pass@k cell, of every k and group: one computed where the overall figure is not
+    # (a group whose problems all have k samples) must not read 0.00% beside "no GPU".
+    return {column: "no GPU" if PASS_AT_COLUMN.search(column) else cell for column, cell in cells.items()}
