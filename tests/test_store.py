@@ -7,6 +7,7 @@ import dataclasses
 import json
 import multiprocessing
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -196,9 +197,11 @@ def _report(pytester: pytest.Pytester, name: str) -> dict:
 
 
 def _graded_here(pytester: pytest.Pytester, report: dict) -> set[str]:
-    """The items that left logs in the report's own run folder: those graded by that run."""
+    """The items that left logs of their own in the report's run folder: those graded by that
+    run (a verdict the store served brings its logs as ``stored-*`` copies)."""
     logs = Path(report["run_dir"]) / "logs"
-    return {path.name for path in logs.iterdir()} if logs.exists() else set()
+    found = logs.iterdir() if logs.exists() else []
+    return {path.name for path in found if any(not log.name.startswith("stored-") for log in path.iterdir())}
 
 
 def test_a_second_run_is_served_from_the_store_with_the_same_verdicts(pytester, codebench):
@@ -221,6 +224,23 @@ def test_a_second_run_is_served_from_the_store_with_the_same_verdicts(pytester, 
     # Nothing graded: no log, and no workspace made even where they are kept.
     assert _graded_here(pytester, report) == set()
     assert not list((Path(report["run_dir"]) / "work").glob("*"))
+
+
+def test_a_served_verdicts_logs_are_this_runs_and_a_pruned_runs_are_said_gone(pytester, codebench):
+    args = _pack(pytester)
+    codebench(*args, "--codebench-report", "first.json")
+    first = _report(pytester, "first.json")
+    codebench(*args, "--codebench-report", "second.json")
+    second = _report(pytester, "second.json")
+    failed = next(item for item in second["items"] if item["id"] == "T/0[1]")
+    assert failed["cached"] and failed["logs"], failed
+    for log in failed["logs"].values():  # in this run's folder, where the report lives, not the first run's
+        assert log.startswith(second["run_dir"]) and Path(log).is_file()
+    assert failed["figures"]["stored_logs"] == f"copied from run {Path(first['run_dir']).name}"
+    shutil.rmtree(first["run_dir"])  # pruned, as --codebench-keep-logs does
+    codebench(*args, "--codebench-report", "third.json")
+    third = next(item for item in _report(pytester, "third.json")["items"] if item["id"] == "T/0[1]")
+    assert third["logs"] == {} and "no longer has its" in third["figures"]["stored_logs"]
 
 
 def test_what_decides_a_verdict_is_in_its_key_and_nothing_else(pytester, codebench):

@@ -24,6 +24,7 @@ from filelock import FileLock, Timeout
 
 from ..benchmark import Benchmark
 from ..cases import Case
+from ..context import slug
 from ..once import write_atomically
 from ..options import CACHE_DIR, CORE_OPTIONS, STORE, Option
 from ..reports.harness import harness_version
@@ -31,6 +32,7 @@ from ..reports.reporting import ItemResult, reused
 from ..runners import Runner
 from ..verdict import Verdict
 from .store import FILE_NAME, Stored, StoreError, VerdictStore, decode, encode
+from .stored_logs import bring_logs
 from .verdict_keys import (
     RunIdentity,
     content_key,
@@ -197,7 +199,8 @@ class Reuse:
             hit = self._lookup(store, key) or self._lookup(store, machine_key(key, self.machine))
             if hit is not None and (hit.run != self.run or hit.item != case.id):
                 if hit.run != self.run:
-                    return hit.verdict, Origin(cached=True, run=hit.run)
+                    logs = self.benchmark.context.run_dir / "logs" / slug(case.id)
+                    return bring_logs(hit.verdict, logs, hit.run), Origin(cached=True, run=hit.run)
                 return hit.verdict, Origin(same_as=hit.item, run=hit.run)
         if shared is None:
             return self._graded(store, key, case, grade), None
