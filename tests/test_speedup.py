@@ -16,6 +16,7 @@ from pytest_codebench.benchmarks.speedup import (
     Stopping,
     Trials,
     decision,
+    describe_run_trials,
     describe_trials,
     interleave,
     net_ratio,
@@ -252,3 +253,16 @@ def test_the_trials_line_sums_the_timed_items() -> None:
         "a speedup's bounds are exact sign-test bounds at 5% each side, valid at every look"
     ]
     assert describe_trials(figures[3:]) == []
+
+
+def test_a_run_served_from_the_store_claims_no_trials_of_its_own() -> None:
+    timed: dict[str, Any] = {"trials": 6, "trials_cap": 25, "trials_stop": "above 1.1", "speedup": 2.0}
+    stored: Any = [{"figures": timed, "cached": True}, {"figures": timed, "cached": True}]
+    assert describe_run_trials(stored) == [
+        "trials: none run here for 2 timed items: theirs ran in the runs that graded them "
+        "(served from the verdict store)"
+    ]
+    here: Any = [{"figures": timed, "cached": False}, stored[0]]
+    lines = describe_run_trials(here)
+    assert lines[0].startswith("trials: 6 of at most 25 run") and "over 1 timed items" in lines[0]
+    assert lines[1].startswith("trials: none run here for 1 timed item:")

@@ -28,6 +28,7 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any, Generic, TypedDict, TypeVar
 
 from ..options import Option, bool_option, positive
+from ..reports.reporting import ItemResult
 from ..stats.signs import LEVEL, Looks, futile, median_bounds
 
 BOOTSTRAP_RESAMPLES = 2000
@@ -318,6 +319,18 @@ def describe_trials(figures: Sequence[Mapping[str, Any]]) -> list[str]:
         f"trials: {metrics['run']} of at most {metrics['cap']} run ({metrics['saved']:g}% saved) over "
         f"{metrics['items']} timed items; stopped at: {stops}{promise}"
     ]
+
+
+def describe_run_trials(results: Sequence[ItemResult]) -> list[str]:
+    """:func:`describe_trials` of the items this run timed; the timed items whose verdicts the
+    verdict store served are said apart: their trials ran in the runs that graded them."""
+    here = [result["figures"] for result in results if not result.get("cached")]
+    served = trial_metrics([result["figures"] for result in results if result.get("cached")])["items"]
+    lines = describe_trials(here)
+    if served:
+        runs = "ran in the runs that graded them (served from the verdict store)"
+        lines.append(f"trials: none run here for {served} timed item{'s' * (served != 1)}: theirs {runs}")
+    return lines
 
 
 # The plausibility bound, an option of every benchmark that times (PIE, ComputeEval).

@@ -25,7 +25,7 @@ from pytest_codebench.reports.metrics import (
 from pytest_codebench.reports.reporting import ItemResult, Summary, outcome_of
 from pytest_codebench.verdict import Outcome, Status
 
-from ..speedup import ACCEPT_SUSPECT, MAX_SPEEDUP, describe_trials
+from ..speedup import ACCEPT_SUSPECT, MAX_SPEEDUP, describe_run_trials
 from .perf.intervals import named_intervals
 from .perf.phase import PERF
 from .perf.scores import describe_perf, perf_metrics, perf_scores
@@ -81,7 +81,7 @@ def summarize(results: list[ItemResult], settings: Settings) -> Summary:
     if settings[PERF]:
         accept, bound = settings[ACCEPT_SUSPECT], settings[MAX_SPEEDUP]
         speed = perf_metrics(results, ks, accept, bound)
-        lines += describe_perf(speed) + describe_trials([r["figures"] for r in results])
+        lines += describe_perf(speed) + describe_run_trials(results)
         metrics["perf"], scores = speed, perf_scores(speed)
         intervals |= named_intervals(speed["best_at_k"])
     pass1 = overall["pass@k"].get("1")
