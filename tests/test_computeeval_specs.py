@@ -33,6 +33,11 @@ WRONG = '#include "add.h"\nvoid add(int a, int b, int *out) { *out = a - b; }\n'
 # Passes where it first runs and fails in any other workspace: flaky as a test that depends on
 # where it runs (the reference's second run is in a workspace of its own).
 FLAKY = 'case "$PWD" in *-again) echo "fails on this run"; exit 1;; esac; ./test.out'
+# Fails only in the canary run that every passing test gets (guard.canary): a model's code that
+# did so would be tampered; the author's reference is flaky.
+CANARY_FLAKY = 'case "$PWD" in *-canary) echo "fails on this run"; exit 1;; esac; ./test.out'
+# Fails on its first run and passes on every later one: flaky, not a wrong reference.
+FIRST_FLAKY = 'case "$PWD" in *-again|*-canary) ./test.out;; *) echo "fails on this run"; exit 1;; esac'
 
 
 def spec(task_id: str, **fields: object) -> str:
@@ -159,17 +164,24 @@ def test_the_authors_check_finds_each_planted_defect(pytester, codebench):
     problem(root, "T/honest")
     problem(root, "T/vacuous", test=VACUOUS)
     problem(root, "T/flaky", text=spec("T/flaky", test_command=FLAKY))
+    problem(root, "T/canaryflaky", text=spec("T/canaryflaky", test_command=CANARY_FLAKY))
+    problem(root, "T/firstflaky", text=spec("T/firstflaky", test_command=FIRST_FLAKY))
     problem(root, "T/wrongref", solution=WRONG)
     problem(root, "T/typo", text=spec("T/typo", timeout_seconds="thirty"))
     python = spec(
         "T/python", problem_type="cuda_python", build_command=None, test_command="PYTHONPATH=. python3 test/check.py"
     )
-    folder = problem(root, "T/python", text=python, solution="")
-    (folder / "solution" / "solution.c").unlink()
-    (folder / "solution" / "add.py").write_text("def add(a, b):\n    return a + b\n")
-    (folder / "test" / "test" / "check.py").write_text("from add import add\nassert add(2, 3) == 5\n")
-    run = codebench("--codebench-validate", FORCE, "problems")
-    run.result.assert_outcomes(passed=2, failed=3, errors=1)
+    for name, check in [
+        ("T/python", "from add import add\nassert add(2, 3) == 5\n"),
+        ("T/pyflaky", "import os\nassert not os.getcwd().endswith('-canary'), 'fails on this run'\n"),
+    ]:
+        folder = problem(root, name, text=python.replace("T/python", name), solution="")
+        (folder / "solution" / "solution.c").unlink()
+        (folder / "solution" / "add.py").write_text("def add(a, b):\n    return a + b\n")
+        (folder / "test" / "test" / "check.py").write_text(check)
+    outputs = ("--codebench-report=report.json", "--codebench-markdown=summary.md", "--codebench-fail-under=100")
+    run = codebench("--codebench-validate", FORCE, *outputs, "problems")
+    run.result.assert_outcomes(passed=2, failed=6, errors=1)
     assert run.items["T/python[validate]"]["properties"]["validate_stub"] == "test_failed"
     assert run.outcome("T/honest[validate]") == "passed"
     honest = run.items["T/honest[validate]"]["properties"]
@@ -178,12 +190,63 @@ def test_the_authors_check_finds_each_planted_defect(pytester, codebench):
     assert honest["validate_speed"] == "not checked (needs --codebench-perf and a benchmark_command)"
     assert run.outcome("T/vacuous[validate]") == "vacuous_tests"
     assert "the stub passes, so the test proves nothing" in run.items["T/vacuous[validate]"]["message"]
-    flaky = run.items["T/flaky[validate]"]["message"]
-    assert "two runs of the reference disagree: first passed, then [test_failed]" in flaky
-    assert "fails on this run" in flaky
-    wrong = run.items["T/wrongref[validate]"]["message"]
-    assert "the reference fails: [test_failed]" in wrong and "add(2, 3) gave -1, expected 5" in wrong
+    assert run.items["T/vacuous[validate]"]["properties"]["validate_defects"] == "vacuous tests"
+    # A flaky reference is flaky whichever run failed: the second, the canary run (where a
+    # model's code would be tampered) or the first (not "the reference fails").
+    for name, runs in [
+        ("T/flaky", "first passed, then test_failed"),
+        ("T/canaryflaky", "first passed, then test_failed in the canary run"),
+        ("T/firstflaky", "first test_failed, then passed"),
+        ("T/pyflaky", "first passed, then test_failed in the canary run"),
+    ]:
+        flaky = run.items[f"{name}[validate]"]
+        assert run.outcome(f"{name}[validate]") == "test_failed", flaky
+        first_line = flaky["message"].removeprefix("Failed: ").splitlines()[0]
+        assert first_line.startswith(f"[test_failed] flaky: two runs disagree ({runs})"), flaky["message"]
+        assert "tampered" not in flaky["message"] and "the reference fails" not in flaky["message"]
+        assert flaky["properties"]["validate_defects"] == "flaky"
+    assert "fails on this run" in run.items["T/flaky[validate]"]["message"]
+    wrong = run.items["T/wrongref[validate]"]
+    assert (
+        "the reference fails: [test_failed]" in wrong["message"] and "add(2, 3) gave -1, expected 5" in wrong["message"]
+    )
+    assert wrong["properties"]["validate_defects"] == "wrong reference"
     assert "problem-spec.yaml:8: field 'timeout_seconds'" in run.items["T/typo[validate]"]["message"]
+    # The summary says what the check found, by kind, in every output; the score is the share validated.
+    headline = "2 of 9 problems validated (22.22%)"
+    failed = (
+        "failed validation: wrong reference 1 [T/wrongref]; "
+        "flaky 4 [T/canaryflaky, T/firstflaky, T/flaky, and 1 more]; "
+        "vacuous tests 1 [T/vacuous]; dataset defect 1 [T/typo]"
+    )
+    summary = run.output.split("codebench: computeeval ==")[1].splitlines()
+    assert summary[1:3] == [headline, failed], summary
+    assert "pass@" not in run.output
+    assert "fail-under 100%: score 22.22%, NOT met" in run.output and run.result.ret == 1
+    report = json.loads((pytester.path / "report.json").read_text())
+    assert report["score"] == pytest.approx(200 / 9) and report["intervals"] == {}
+    assert report["metrics"]["failed"]["flaky"] == ["T/canaryflaky", "T/firstflaky", "T/flaky", "T/pyflaky"]
+    assert (report["metrics"]["problems"], report["metrics"]["validated"]) == (9, 2)
+    markdown = (pytester.path / "summary.md").read_text()
+    assert "| model | validated | items | passed |" in markdown and "| all | 2 of 9 (22.22%) | 9 | 2 |" in markdown
+    assert f"{headline}\n{failed}\n" in markdown
+
+
+def test_a_tree_no_problem_of_which_can_be_checked_here_has_no_validation_score(pytester, codebench):
+    """Without a GPU (and without --codebench-run-without-gpu) the check cannot run: no score,
+    the machine's reason, and the gate cannot judge; a dataset defect still fails the check."""
+    root = pytester.path / "problems"
+    problem(root, "T/honest")
+    run = codebench("--codebench-validate", "--codebench-report=report.json", "--codebench-fail-under=100", "problems")
+    run.result.assert_outcomes(skipped=1)
+    assert "no problem validated: none of the 1 could be checked here" in run.output
+    report = json.loads((pytester.path / "report.json").read_text())
+    assert report["score"] is None and report["metrics"]["excluded"] == ["T/honest"]
+    assert report["no_score"].startswith("this machine could grade no item here: cannot validate here")
+    problem(root, "T/typo", text=spec("T/typo", timeout_seconds="thirty"))
+    run = codebench("--codebench-validate", "--codebench-report=report.json", "problems")
+    assert "0 of 1 problems validated (0.00%); 1 more could not be checked here" in run.output
+    assert "failed validation: dataset defect 1 [T/typo]" in run.output
 
 
 @pytest.mark.parametrize(

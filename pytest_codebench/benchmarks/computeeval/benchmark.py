@@ -328,7 +328,8 @@ class ComputeEval(Benchmark):
         return bool(self.settings[PERF])
 
     def score_names(self) -> list[str]:
-        return [f"fast_{p:.1f}" for p in FAST_P] if self.settings[PERF] else []  # as perf_scores names them
+        timed = self.settings[PERF] and not self.settings[validation.VALIDATE]  # the check has no fast_p
+        return [f"fast_{p:.1f}" for p in FAST_P] if timed else []  # as perf_scores names them
 
     def left_out(self) -> tuple[str, int]:
         return skip_missing.scope(self.context)
@@ -384,7 +385,10 @@ class ComputeEval(Benchmark):
         return summarize(results, self.settings)
 
     def columns(self, summary: Summary) -> Row:
-        """pass@k overall and per group; with ``--codebench-perf``, fast_p and the geomean at the first k."""
+        """pass@k overall and per group; with ``--codebench-perf``, fast_p and the geomean at the
+        first k; under ``--codebench-validate``, how many problems validated."""
+        if self.settings[validation.VALIDATE]:
+            return validation.columns(summary.metrics)
         cells = {**super().columns(summary), **perf_columns(summary.metrics.get("perf"))}
         return table_cells(cells, summary.metrics)
 

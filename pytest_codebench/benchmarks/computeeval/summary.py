@@ -26,6 +26,7 @@ from pytest_codebench.reports.reporting import ItemResult, Summary, outcome_of
 from pytest_codebench.verdict import Outcome, Status
 
 from ..speedup import ACCEPT_SUSPECT, MAX_SPEEDUP, describe_run_trials
+from . import validation
 from .perf.intervals import named_intervals
 from .perf.phase import PERF
 from .perf.scores import describe_perf, perf_metrics, perf_scores
@@ -62,7 +63,10 @@ def describe(prefix: str, metrics: PassAtK, cannot_pass: bool) -> str:
 
 def summarize(results: list[ItemResult], settings: Settings) -> Summary:
     """pass@k overall and per group (see :func:`describe`), what is left out of it, and with
-    ``--codebench-perf`` the perf scores (fast_p), which are the named scores."""
+    ``--codebench-perf`` the perf scores (fast_p), which are the named scores; under
+    ``--codebench-validate``, the author's check's account instead (no model is graded)."""
+    if settings[validation.VALIDATE]:
+        return validation.summarize(results)
     ks = settings[K]
     overall = pass_at_ks(results, ks)
     no_pass = cannot_pass_here(results)

@@ -45,6 +45,9 @@ from .main_guard import GuardRecord
 
 # The item figure: "passed", "failed" or "skipped: why" (bench/computeeval_conformance.py counts them).
 FIGURE = "canary"
+# The canary grading's figure (the item's ``canary_outcome``) where its test ended as a failing
+# test does: how a plain run would read (see noting).
+OUTCOME = "outcome"
 ONCE_KEY = "computeeval-canary"
 BUILD_TIMEOUT = 120
 # Compilers a build command may link with, by the names it finds on PATH.
@@ -218,6 +221,22 @@ def test_ends(canary: Grading, host: Host, timeout: float, judge: Judge, ending:
     return judge(result, records)
 
 
+def noting(canary: Grading, status: int, judge: Judge) -> Judge:
+    """``judge``, noting in the canary's figure ``outcome`` how a run it finds wrong reads as a
+    plain test run (``test_timeout``, ``test_failed``) where it ended as a failing test ends:
+    timed out, or with a status neither 0 (a pass, forged) nor the canary's ``status``. Such a
+    run is still tampered here; the author's check (validation) reads it as a second run of
+    the test that disagrees with the first, which a flaky test gives without any forgery."""
+
+    def noted(result: RunResult, records: list[GuardRecord]) -> str | None:
+        ended = judge(result, records)
+        if ended is not None and (result.timed_out or result.exit_code not in (0, status)):
+            canary.figures[OUTCOME] = str(Outcome.TEST_TIMEOUT if result.timed_out else Outcome.TEST_FAILED)
+        return ended
+
+    return noted
+
+
 def _run(canary: Grading, host: Host, made: Built, timeout: float) -> str | None:
     record, wait = canary.case.record, canary.case.timeout or timeout
     if refused(canary, host):
@@ -236,7 +255,8 @@ def _run(canary: Grading, host: Host, made: Built, timeout: float) -> str | None
     if unmarked is not None:
         canary.figures[FIGURE] = f"skipped: {unmarked}"
         return None
-    ended = test_ends(canary, host, timeout, lambda result, records: _ended(result, records, made))
+    judge = noting(canary, made["status"], lambda result, records: _ended(result, records, made))
+    ended = test_ends(canary, host, timeout, judge)
     why = "a solution that ends the program itself or forges the guard's records"
     return None if ended is None else f"the canary run {ended} ({why})"
 

@@ -22,7 +22,7 @@ from pytest_codebench.grading import Grading, Step
 from pytest_codebench.runners import RunResult
 from pytest_codebench.verdict import Outcome
 
-from .canary import Host, in_own_workspace, refused, test_ends
+from .canary import Host, in_own_workspace, noting, refused, test_ends
 from .main_guard import GuardRecord
 from .pyrunner import ENDINGS
 
@@ -45,7 +45,8 @@ def _run(canary: Grading, host: Host, status: int, timeout: float) -> str | None
             failed = canary.step(Step("build", build, Outcome.BUILD_ERROR, Outcome.BUILD_TIMEOUT), timeout=timeout)
         if failed is not None:
             return f"the canary build failed where the real one passed: {failed.output_tail or failed.reason}"
-    ended = test_ends(canary, host, timeout, lambda result, records: _ended(result, records, status), status)
+    judge = noting(canary, status, lambda result, records: _ended(result, records, status))
+    ended = test_ends(canary, host, timeout, judge, status)
     why = "a solution that ends the interpreter itself, forges the runner's records or patches what it calls"
     return None if ended is None else f"the canary run {ended} ({why})"
 
