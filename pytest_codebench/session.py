@@ -279,7 +279,11 @@ class CodebenchSession:
         when not asked."""
         if not self.settings[FAIL_UNDER] or self.summary is None:
             return None
-        errors = sorted(result["id"] for result in self.results if outcome_of(result) is Outcome.ERROR)
+        failed = [result for result in self.results if outcome_of(result) is Outcome.ERROR]
+        errors = {
+            "a harness error": sorted(result["id"] for result in failed if not result.get("dataset_defect")),
+            "a dataset defect": sorted(result["id"] for result in failed if result.get("dataset_defect")),
+        }
         gate = gate_lines(self.settings[FAIL_UNDER], self.summary, self.models, errors, self.settings[ALLOW_ERRORS])
         gate.missed.extend(self.scope.gate_missed())
         if self.scope.selection:

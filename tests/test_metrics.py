@@ -186,7 +186,7 @@ def summary(score: float | None, **scores: float) -> Summary:
 
 def shortfalls(bar: Threshold, run: Summary, errors: list[str], allow_errors: bool) -> list[str]:
     """Why a run of one unnamed set misses ``bar``."""
-    return gate_lines([bar], run, {}, errors, allow_errors)[1]
+    return gate_lines([bar], run, {}, {"a harness error": errors}, allow_errors)[1]
 
 
 def test_a_named_fail_under_compares_the_named_score():

@@ -170,11 +170,12 @@ def test_a_spec_tree_with_defects_says_them_as_the_datasets(pytester, codebench)
     spec_problem(root, "T/right")
     spec_problem(root, "T/typo", text=spec("T/typo") + "timout_seconds: 5\n")
     spec_problem(root, "T/date", text=spec("T/date").replace('"2026-11-26"', "2026-11-26"))
-    run = run_computeeval(
-        pytester, codebench, ["--codebench-solutions", "baseline", "problems"], FORCE, "--codebench-allow-errors"
-    )
+    run = run_computeeval(pytester, codebench, ["--codebench-solutions", "baseline", "problems"], FORCE)
     report = outputs_agree(run, pytester.path)
     assert report["score"] == 100.0 and report["metrics"]["defects"] == ["T/date", "T/typo"]
+    # The gate fails on them as the dataset's, not as harness errors.
+    assert "fail-under 0%: score 100.00%, NOT met: a dataset defect (below)" in run.output
+    assert "2 item(s) ended in a dataset defect (T/date[0], T/typo[0]); --codebench-allow-errors" in run.output
     assert "field 'date': expected a string, got datetime.date(2026, 11, 26) (quote it) [T/date]" in run.output
     assert "(did you mean 'timeout_seconds'?) [T/typo]" in run.output
 

@@ -141,14 +141,16 @@ def gate_lines(
     bars: list[Threshold],
     summary: Summary,
     models: Mapping[str, ModelSummary],
-    errors: list[str],
+    errors: Mapping[str, list[str]],
     allow_errors: bool,
 ) -> Gate:
     """The gate's lines, one per comparison saying the score and whether it is met, and why it
-    is not met or cannot be judged. ``errors``: the ids of items that ended in a harness error,
-    which fail it unless ``allow_errors``."""
+    is not met or cannot be judged. ``errors``: the ids of items that ended in an error, by
+    kind (``a harness error``, ``a dataset defect``), which fail it unless ``allow_errors``."""
     lines, why, cannot = [], [], []
-    errors_fail = bool(errors) and not allow_errors  # every bar is then NOT met, the last line says why
+    kinds = {kind: ids for kind, ids in errors.items() if ids}
+    errors_fail = bool(kinds) and not allow_errors  # every bar is then NOT met, the last line says why
+    ended = " or ".join(kinds) or "an error"
     for check in checks(bars, list(models)):
         own = models[check.model].summary if check.model else summary
         reason = unjudged(check, own)
@@ -159,13 +161,11 @@ def gate_lines(
         score = compared_score(check, own)
         missed = shortfall(check, own)
         shown = "n/a" if score is None else f"{score:.2f}%" + (" (interval's lower end)" if check.lower else "")
-        verdict = "NOT met" if missed else "NOT met: a harness error (below)" if errors_fail else "met"
+        verdict = "NOT met" if missed else f"NOT met: {ended} (below)" if errors_fail else "met"
         lines.append(f"fail-under {check}: {check.score or 'score'} {shown}, {verdict}")
         if missed:
             why.append(missed)
     if errors_fail:
-        why.append(
-            f"{len(errors)} item(s) ended in a harness error ({examples(errors)}); "
-            f"{ALLOW_ERRORS.cli} lets the score alone decide"
-        )
+        counted = "; ".join(f"{len(ids)} item(s) ended in {kind} ({examples(ids)})" for kind, ids in kinds.items())
+        why.append(f"{counted}; {ALLOW_ERRORS.cli} lets the score alone decide")
     return Gate(lines, why, cannot)
