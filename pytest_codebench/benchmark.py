@@ -25,6 +25,7 @@ from .errors import HarnessError
 from .grading import Grading
 from .options import DATASET, SOLUTIONS, Option
 from .reports.comparison import Row, pass_at_k_columns
+from .reports.model_tests import Problem, problems_of
 from .reports.reporting import ItemResult, Summary, no_score_here
 from .runners import Runner
 from .sweeps.solution_sets import SolutionSet, find_sets
@@ -169,6 +170,13 @@ class Benchmark(abc.ABC):
         named scores."""
         scores = {name: f"{value:.2f}%" for name, value in summary.scores.items()}
         return {**pass_at_k_columns(summary.metrics), **scores}
+
+    @staticmethod
+    def compared_problems(results: Iterable[ItemResult]) -> dict[str, Problem]:
+        """Each problem's figures where two models are compared (reports.model_tests, by task
+        id): the shares the benchmark's readers read and a speedup. By default pass@1, the
+        share of its scored samples that passed, and the geomean speedup of those."""
+        return problems_of(results)
 
     def score_names(self) -> list[str]:
         """The named scores :meth:`summarize` reports with these settings (``Summary.scores``):

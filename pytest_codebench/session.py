@@ -208,7 +208,7 @@ class CodebenchSession:
         self.scope = self._scope()
         self.summary = self.benchmark.score_record(self.results)
         self.models = model_summaries(self.benchmark.score_record, self.results)
-        self.comparisons = model_comparisons(self.results)
+        self.comparisons = model_comparisons(self.results, self.benchmark.compared_problems)
         add_to_junit(self.config, self.summary, self.models, self.scope)
         run = self.run_info()
         report_path, html_dir = self.settings[REPORT], self.settings[HTML]

@@ -9,11 +9,14 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import packs
 import pytest
 
 from conftest import Run
+from pytest_codebench.benchmarks.pie.compared import compared_rows
+from pytest_codebench.reports.model_tests import compare, comparison_lines
 from pytest_codebench.stats.paired import (
     A_AHEAD,
     B_AHEAD,
@@ -98,7 +101,7 @@ def test_a_sweeps_reports_compare_each_pair_of_models(
     (comparison,) = json.loads((pytester.path / "r.json").read_text())["comparisons"]
     assert (comparison["a"], comparison["b"]) == ("good", "mixed")
     # good passes all 8; mixed half of T/0..T/6 and none of T/7 (unanswered): +56.25 points.
-    figure = comparison["pass_at_1"]
+    figure = comparison["differences"]["pass@1"]
     assert figure["estimate"] == pytest.approx(4.5 / 8) and figure["problems"] == 8
     assert (figure["reading"], figure["method"]) == (A_AHEAD, SIGN_FLIP)
     assert figure["low"] <= figure["estimate"] <= figure["high"] and figure["p_value"] < 0.05
@@ -135,7 +138,8 @@ def test_compare_reads_two_reports_and_refuses_other_datasets_or_harnesses(
     assert "]: A > B; geomean speedup ratio no problem with both speedups" in done.stdout
     assert "(p=0.0312 (paired bootstrap interval, exact McNemar test, 8 problems))" in done.stdout
     (figure,) = json.loads((pytester.path / "c.json").read_text())["comparisons"]
-    assert figure["pass_at_1"]["reading"] == A_AHEAD and figure["pass_at_1"]["method"] == MCNEMAR
+    assert figure["differences"]["pass@1"]["reading"] == A_AHEAD
+    assert figure["differences"]["pass@1"]["method"] == MCNEMAR
     assert "| a | b | +75.0 points [" in (pytester.path / "c.md").read_text()
     assert compare_command(b, a).stdout.startswith("b vs a: pass@1 -75.0 points [")
 
@@ -156,3 +160,27 @@ def test_compare_reads_two_reports_and_refuses_other_datasets_or_harnesses(
     done = compare_command(a, pytester.path / "c2.json")
     assert done.returncode == 1
     assert "different dataset sha256s" in done.stderr and len(done.stderr.strip().splitlines()) == 1
+
+
+def pie_item(row: str, outcome: str, speedup: float | None = None) -> dict[str, Any]:
+    figures = {} if speedup is None else {"speedup": speedup}
+    status = "passed" if outcome == "passed" else "failed"
+    return {"task_id": row, "sample": 0, "outcome": outcome, "status": status, "excused": False, "figures": figures}
+
+
+def test_pie_models_are_compared_on_pies_own_figures() -> None:
+    """A correct on 2 of 8 rows, both at 2x; B correct on all 8 at about 1.02x, which passes the
+    default --codebench-min-speedup of 1.0. By the share of candidates that passed, B is ahead;
+    by PIE's figures B is ahead on %Correct and A on %Optimized(1.10), and the comparison says both."""
+    rows = [f"p{n}/s{n}" for n in range(8)]
+    a: Any = [pie_item(row, "passed", 2.0) if n < 2 else pie_item(row, "wrong_output") for n, row in enumerate(rows)]
+    b: Any = [pie_item(row, "passed", 1.02) for row in rows]
+    found = compare("a", "b", compared_rows(a), compared_rows(b))
+    correct, optimized = found["differences"]["%Correct@1"], found["differences"]["%Optimized(1.10)@1"]
+    assert correct is not None and optimized is not None
+    assert (correct["estimate"], correct["reading"]) == (-0.75, B_AHEAD)
+    assert optimized["estimate"] == 0.25 and optimized["method"] == MCNEMAR
+    assert list(found["differences"]) == ["%Correct@1", "%Optimized(1.10)@1"]  # no pass@1: no PIE figure
+    assert found["speedup_ratio"] is not None and found["speedup_ratio"]["problems"] == 8  # 1.0 for a wrong row, as PIE
+    line = comparison_lines([found])[0]
+    assert line.startswith("a vs b: %Correct@1 -75.0 points [") and "; %Optimized(1.10)@1 +25.0 points [" in line

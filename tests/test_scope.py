@@ -102,7 +102,7 @@ def test_compare_refuses_a_subset_unless_asked_and_a_sweep_unless_a_model_is_nam
     theirs = write(tmp_path / "b.json", whole_report([item("x/d::T/1[0]", None, "test_failed")], **subset.to_json()))
     with pytest.raises(CompareError, match=r"b.json is not over every item of its dataset: selection: 1 of the"):
         compare_reports(mine, theirs)
-    assert compare_reports(mine, theirs, allow_subset=True)["pass_at_1"] is not None
+    assert compare_reports(mine, theirs, allow_subset=True)["differences"]["pass@1"] is not None
     sweep_items = [item("x/d::T/1[a][0]", "a"), item("x/d::T/1[b][0]", "b", "test_failed")]
     sweep = write(tmp_path / "s.json", whole_report(sweep_items, models={"a": {}, "b": {}}))
     with pytest.raises(CompareError, match=r"s.json holds 2 models \(a, b\): name the one to compare with --model-b"):
@@ -110,7 +110,7 @@ def test_compare_refuses_a_subset_unless_asked_and_a_sweep_unless_a_model_is_nam
     with pytest.raises(CompareError, match=r"s.json has no model named c \(--model-b; its models: a, b\)"):
         compare_reports(mine, sweep, (None, "c"))
     picked = compare_reports(mine, sweep, (None, "b"))
-    assert (picked["b"], picked["pass_at_1"]["estimate"]) == ("b", 1.0)  # type: ignore[index]
+    assert (picked["b"], picked["differences"]["pass@1"]["estimate"]) == ("b", 1.0)  # type: ignore[index]
 
 
 def test_merge_refuses_parts_that_miss_part_of_the_dataset_unless_asked(tmp_path):

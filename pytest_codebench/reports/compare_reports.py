@@ -20,8 +20,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ..benchmark import get_benchmark_class
+from ..errors import HarnessError
 from . import markdown
-from .model_tests import ModelComparison, compare, comparison_lines, comparison_markdown, problems_of
+from .model_tests import ModelComparison, compare, comparison_lines, comparison_markdown
 from .scope import subset_refusal
 
 
@@ -106,7 +108,11 @@ def compare_reports(
     names = name_a or label(first, second), name_b or label(second, first)
     if names[0] == names[1]:
         names = str(first.path), str(second.path)
-    return compare(*names, problems_of(items_a), problems_of(items_b))
+    try:  # the benchmark's own figures (PIE's %Correct and %Optimized), not one rule for all
+        find = get_benchmark_class(first.data["benchmark"]).compared_problems
+    except HarnessError as exc:
+        raise CompareError(f"{first.path}: {exc}") from None
+    return compare(*names, find(items_a), find(items_b))
 
 
 def add_command(commands: Any) -> None:

@@ -195,7 +195,7 @@ def merge(
         "wall_seconds": None,
     }
     data = report_json(run, results, summary, {name: model.to_json() for name, model in models.items()})
-    data["comparisons"] = model_comparisons(results)
+    data["comparisons"] = model_comparisons(results, benchmark.compared_problems)
     data["merged_from"] = [_origin(part) for part in parts]
     data.update(scope.to_json())
     output.parent.mkdir(parents=True, exist_ok=True)

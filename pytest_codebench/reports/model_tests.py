@@ -1,10 +1,13 @@
 """Models compared with a test, not by eye: each pair of models of a run (a sweep) or of two
 reports (``compare``), on the problems both graded, by :mod:`..stats.paired`: the difference in
-pass@1 and the ratio of geomean speedups, each with its 95% interval and a plain reading.
+each share the benchmark's readers read (pass@1; PIE's %Correct and %Optimized at best@1) and
+the ratio of geomean speedups, each with its 95% interval and a plain reading.
 
-A problem's pass@1 is the share of its scored samples that passed (an excused skip or error, the
-machine's doing, is in neither count); its speedup the geomean of the ``speedup`` figures of its
-passed samples (ComputeEval's perf, PIE), where it has any.
+By default (:func:`problems_of`) a problem's pass@1 is the share of its scored samples that
+passed (an excused skip or error, the machine's doing, is in neither count); its speedup the
+geomean of the ``speedup`` figures of its passed samples (ComputeEval's perf), where it has any.
+A benchmark whose figures are others gives its own per-problem figures
+(``Benchmark.compared_problems``: PIE's rows at best@1).
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TypedDict
 
 from ..stats.paired import Comparison, pass_difference, speedup_ratio
@@ -38,8 +41,9 @@ class ModelComparison(TypedDict):
 
     a: str
     b: str
-    #: A's pass@1 minus B's, as fractions.
-    pass_at_1: Figure | None
+    #: Each share's difference, A's minus B's as fractions, by name (``pass@1``; PIE's
+    #: ``%Correct@1``, ``%Optimized(1.10)@1``); None where no problem was graded by both.
+    differences: dict[str, Figure | None]
     #: A's geomean speedup over B's; None where no problem has a speedup of both.
     speedup_ratio: Figure | None
 
@@ -48,8 +52,13 @@ class Problem(TypedDict):
     """A model's figures on one problem."""
 
     samples: int
-    pass_at_1: float
+    #: Each share in [0, 1] by name, as :class:`ModelComparison` names its differences.
+    shares: dict[str, float]
     speedup: float | None
+
+
+#: Finds each problem's figures (by task id) in a model's items.
+ProblemsOf = Callable[[Iterable[ItemResult]], dict[str, Problem]]
 
 
 def problems_of(results: Iterable[ItemResult]) -> dict[str, Problem]:
@@ -67,7 +76,7 @@ def _problem(members: Sequence[ItemResult]) -> Problem:
     logs = [math.log(value) for value in speedups if value is not None]
     return {
         "samples": len(members),
-        "pass_at_1": len(passed) / len(members),
+        "shares": {"pass@1": len(passed) / len(members)},
         "speedup": math.exp(sum(logs) / len(logs)) if logs else None,
     }
 
@@ -84,16 +93,15 @@ def _speedup(result: ItemResult) -> float | None:
 def compare(a: str, b: str, mine: Mapping[str, Problem], theirs: Mapping[str, Problem]) -> ModelComparison:
     """Model ``a`` (its problems ``mine``) against ``b``, on the problems both graded."""
     shared = sorted(mine.keys() & theirs.keys())
-    pairs = [(mine[task]["pass_at_1"], theirs[task]["pass_at_1"]) for task in shared]
     one_sample = all(mine[task]["samples"] == 1 == theirs[task]["samples"] for task in shared)
+    names = dict.fromkeys(name for problem in [*mine.values(), *theirs.values()] for name in problem["shares"])
+    differences: dict[str, Figure | None] = {}
+    for name in names or ["pass@1"]:
+        pairs = [(mine[task]["shares"][name], theirs[task]["shares"][name]) for task in shared]
+        differences[name] = _figure(pass_difference(pairs, one_sample)) if pairs else None
     speeds = [(mine[task]["speedup"], theirs[task]["speedup"]) for task in shared]
     both = [(x, y) for x, y in speeds if x is not None and y is not None]
-    return {
-        "a": a,
-        "b": b,
-        "pass_at_1": _figure(pass_difference(pairs, one_sample)) if pairs else None,
-        "speedup_ratio": _figure(speedup_ratio(both)) if both else None,
-    }
+    return {"a": a, "b": b, "differences": differences, "speedup_ratio": _figure(speedup_ratio(both)) if both else None}
 
 
 def _figure(comparison: Comparison) -> Figure:
@@ -108,13 +116,14 @@ def _figure(comparison: Comparison) -> Figure:
     }
 
 
-def model_comparisons(results: Sequence[ItemResult]) -> list[ModelComparison]:
-    """Every pair of the run's models, in name order; none where the run has fewer than two."""
-    problems = {name: problems_of(members) for name, members in by_model(results).items()}
+def model_comparisons(results: Sequence[ItemResult], find: ProblemsOf = problems_of) -> list[ModelComparison]:
+    """Every pair of the run's models, in name order (``find``: the benchmark's per-problem
+    figures); none where the run has fewer than two."""
+    problems = {name: find(members) for name, members in by_model(results).items()}
     return [compare(a, b, problems[a], problems[b]) for a, b in itertools.combinations(problems, 2)]
 
 
-def _pass_cell(figure: Figure | None) -> str:
+def _share_cell(figure: Figure | None) -> str:
     if figure is None:
         return "no problem graded by both"
     low, high = figure["low"], figure["high"]
@@ -131,7 +140,7 @@ def _ratio_cell(figure: Figure | None) -> str:
 
 
 def _method(comparison: ModelComparison) -> str:
-    figures = [figure for figure in (comparison["pass_at_1"], comparison["speedup_ratio"]) if figure]
+    figures = [figure for figure in (*comparison["differences"].values(), comparison["speedup_ratio"]) if figure]
     return "; ".join(
         f"p={figure['p_value']:.3g} ({figure['method']}, {figure['problems']} problems)" for figure in figures
     )
@@ -140,8 +149,9 @@ def _method(comparison: ModelComparison) -> str:
 def comparison_lines(comparisons: Sequence[ModelComparison]) -> list[str]:
     """The terminal's account: one line per pair (A against B), the readings first."""
     return [
-        f"{each['a']} vs {each['b']}: pass@1 {_pass_cell(each['pass_at_1'])}; "
-        f"geomean speedup ratio {_ratio_cell(each['speedup_ratio'])} ({_method(each)})"
+        f"{each['a']} vs {each['b']}: "
+        + "".join(f"{name} {_share_cell(figure)}; " for name, figure in each["differences"].items())
+        + f"geomean speedup ratio {_ratio_cell(each['speedup_ratio'])} ({_method(each)})"
         for each in comparisons
     ]
 
@@ -150,16 +160,19 @@ def comparison_markdown(comparisons: Sequence[ModelComparison]) -> str:
     """The markdown report's "Models compared" section; empty with no pair."""
     if not comparisons:
         return ""
+    names = list(comparisons[0]["differences"])  # one benchmark's: the same in every pair
     lines = [
         "",
         "#### Models compared",
         "",
-        "A minus B in pass@1 (percentage points) and A over B in geomean speedup, each with its 95% interval.",
+        f"A minus B in {', '.join(names)} (percentage points) and A over B in geomean speedup, "
+        "each with its 95% interval.",
         "",
-        "| A | B | pass@1 difference | geomean speedup ratio | test |",
-        "| --- | --- | --- | --- | --- |",
+        "| A | B | " + "".join(f"{name} difference | " for name in names) + "geomean speedup ratio | test |",
+        "| --- | --- | " + "--- | " * len(names) + "--- | --- |",
     ]
     for each in comparisons:
-        cells = [each["a"], each["b"], _pass_cell(each["pass_at_1"]), _ratio_cell(each["speedup_ratio"]), _method(each)]
+        shares = [_share_cell(each["differences"].get(name)) for name in names]
+        cells = [each["a"], each["b"], *shares, _ratio_cell(each["speedup_ratio"]), _method(each)]
         lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
     return "\n".join(lines) + "\n"

@@ -39,6 +39,7 @@ from pytest_codebench.verdict import Outcome, Verdict
 
 from ..records import sha256_file
 from ..speedup import ACCEPT_SUSPECT, MAX_SPEEDUP, Stopping
+from .compared import compared_rows
 from .config import (
     CONFIG,
     CXX,
@@ -274,6 +275,9 @@ class Pie(Benchmark):
         return True  # speedups, and instruction counts of this CPU
 
     # -- metrics ----------------------------------------------------------------------------------
+
+    # Models compared on PIE's own figures, %Correct and %Optimized at best@1 (compared.py).
+    compared_problems = staticmethod(compared_rows)
 
     def summarize(self, results: list[ItemResult]) -> Summary:
         bound = None if self.settings[ACCEPT_SUSPECT] else self.settings[MAX_SPEEDUP]

@@ -96,7 +96,11 @@ def _write(report: Mapping[str, Any], out: Path) -> None:
         "models": models,
         "leaderboard": rows,
         "groups": group_table(report, items),
-        "comparisons": list(report.get("comparisons") or []),
+        # A report older than named differences gave pass@1's alone, as pass_at_1.
+        "comparisons": [
+            {"differences": {"pass@1": pair.get("pass_at_1")}, **pair} if "differences" not in pair else pair
+            for pair in report.get("comparisons") or []
+        ],
         "items": len(items),
         "tasks": len({item["task_id"] for item in items}),
         "slots": slots,

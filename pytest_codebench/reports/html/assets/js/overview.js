@@ -89,14 +89,18 @@
   }
 
   function comparisons(overview) {
+    // The shares the benchmark compares (pass@1; PIE's %Correct@1 and %Optimized(1.10)@1): one benchmark's, the same in every pair.
+    const names = Object.keys(overview.comparisons[0].differences || {});
     const rows = overview.comparisons.map(function (pair) {
-      return el("tr", { data: { a: pair.a, b: pair.b } }, [
-        el("td", {}, pair.a), el("td", {}, pair.b),
-        el("td", { data: { metric: "pass@1 difference" } }, interval(pair.pass_at_1, 100, " pp")),
+      const shares = names.map(function (name) {
+        return el("td", { data: { metric: name + " difference" } }, interval((pair.differences || {})[name], 100, " pp"));
+      });
+      return el("tr", { data: { a: pair.a, b: pair.b } }, [el("td", {}, pair.a), el("td", {}, pair.b)].concat(shares, [
         el("td", { data: { metric: "speedup ratio" } }, interval(pair.speedup_ratio, 1, "x")),
-      ]);
+      ]));
     });
-    const head = el("tr", {}, ["A", "B", "pass@1, A − B", "geomean speedup, A / B"].map(function (text) { return el("th", {}, text); }));
+    const titles = ["A", "B"].concat(names.map(function (name) { return name + ", A − B"; }), ["geomean speedup, A / B"]);
+    const head = el("tr", {}, titles.map(function (text) { return el("th", {}, text); }));
     return el("table", { id: "comparisons" }, [el("caption", {}, "models compared (paired, 95% intervals)"), el("thead", {}, head), el("tbody", {}, rows)]);
   }
 
