@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import packs
+import perf_packs
 import pytest
 from test_computeeval_specs import problem as spec_problem
 from test_computeeval_specs import spec
@@ -203,3 +204,42 @@ def test_a_single_model_keeps_its_files_name_everywhere(pytester, codebench):
     assert "| gpt-5 | 50.00%" in (pytester.path / "r.md").read_text()
     _, overview = read_data(pytester.path / "page" / "data" / "overview.js")
     assert overview["run"]["model"] == "gpt-5"
+
+
+# A reference whose work sleeps 50-450 ms at random: timed against itself, it spreads far too
+# wide, and this machine cannot time its problem (the calibration says so).
+RANDOM = (
+    '#include <time.h>\n#include <stdlib.h>\n#include "work.h"\n'
+    "static void nap(long ms) { struct timespec t = {ms / 1000, (ms % 1000) * 1000000L}; nanosleep(&t, 0); }\n"
+    "void work(void) { struct timespec n; clock_gettime(CLOCK_MONOTONIC, &n); srand(n.tv_nsec);"
+    " nap(50 + rand() % 400); }\n"
+    "void done(void) { }\n"
+)
+
+
+def test_perf_with_a_problem_this_machine_cannot_time_gives_one_fast_p_everywhere(pytester, codebench):
+    problems = [perf_packs.problem(f"P/{i}", baseline_solution=perf_packs.solution(f"P/{i}", RANDOM)) for i in (1, 2)]
+    # P/1's sample is timed (and cannot be, here); P/2's is the reference's own code (never timed, exactly 1x).
+    solutions = [perf_packs.solution("P/1", perf_packs.sleeper(100)), perf_packs.solution("P/2", RANDOM)]
+    args = perf_packs.write(pytester, problems, solutions)
+    run = codebench(
+        *args,
+        FORCE,
+        "--codebench-perf",
+        "--codebench-perf-trials",
+        "8",
+        *OUTPUTS,
+        "--codebench-fail-under",
+        "0,fast_1.0=0",
+    )
+    report = outputs_agree(run, pytester.path)
+    assert list(report["metrics"]["perf"]["calibration"]["untimeable"]) == ["P/1"]
+    best = report["metrics"]["perf"]["best_at_k"]["1"]
+    assert best["problems"] == 1  # P/1 is out of every aggregate
+    fast = report["scores"]["fast_1.0"]
+    assert junit_suite(pytester.path / "junit.xml")["fast_1.0"] == f"{fast:.2f}"
+    _, overview = read_data(pytester.path / "page" / "data" / "overview.js")
+    (row,) = overview["leaderboard"]
+    assert {metric["name"]: metric["value"] for metric in row["metrics"]}["fast_1.0"] == fast
+    assert f"fail-under fast_1.0=0%: fast_1.0 {fast:.2f}%, met" in run.output
+    assert "(of 1 problem)" in run.output and "cannot time here: P/1" in run.output
