@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import packs
 import pytest
@@ -17,14 +19,32 @@ from tensorbench_data import SAMPLE, categories, pack, prediction, sample_rows, 
 pytestmark = pytest.mark.usefixtures("tensorbench_cache_dir")
 
 
+def _add_up(reason: str, pytest_output: str) -> None:
+    """The reason's counts (the repository's tests) and the canary tests it names make pytest's
+    own summary line, in the output or log beside it."""
+    ours = re.search(r"(\d+) of (\d+) tests failed|(\d+) tests passed", reason)
+    canaries = re.search(r"the harness's (\d+) canary tests \(\S+: (\d+) fails? by design\)", reason)
+    theirs = re.findall(r"=+ (?:(\d+) failed, )?(\d+) passed in ", pytest_output)
+    assert ours and canaries and theirs, (reason, pytest_output[-300:])
+    failed, tests = (int(ours[1]), int(ours[2])) if ours[1] else (0, int(ours[3]))
+    pytest_failed, pytest_passed = (int(count or 0) for count in theirs[-1])
+    assert (failed + int(canaries[2]), tests + int(canaries[1])) == (pytest_failed, pytest_failed + pytest_passed)
+
+
 def test_the_bundled_sample_gives_every_outcome(pytester, codebench):
-    run = codebench("-p", "no:cacheprovider", benchmark="tensorbench")
+    run = codebench("-p", "no:cacheprovider", "--codebench-report", "r.json", benchmark="tensorbench")
     expected = json.loads((SAMPLE / "expected.json").read_text())
     assert categories(run) == expected
     items = run.items
     # The verdict comes from the suite's JUnit XML: failing ids in the text and the properties.
     assert items["scorchlet__feature_sub[2]"]["properties"]["failed_tests"] == "tests/test_ops.py::test_sub"
     assert "1 of 6 tests failed: tests/test_ops.py::test_sub" in items["scorchlet__feature_sub[2]"]["message"]
+    # Those 6 are the repository's tests; pytest's own counts, shown beside them (the output's
+    # tail, the test log), also hold the harness's canary tests: the reason says how many.
+    _add_up(items["scorchlet__feature_sub[2]"]["message"], items["scorchlet__feature_sub[2]"]["message"])
+    report = {item["id"]: item for item in json.loads((pytester.path / "r.json").read_text())["items"]}
+    passed = report["scorchlet__feature_sub[0]"]
+    _add_up(passed["reason"], Path(passed["logs"]["test"]).read_text())
     assert items["scorchlet__feature_sub[0]"]["properties"]["tests"] == "6"
     assert items["scorchlet__feature_sub[5]"]["properties"]["patch_method"] == "patch --fuzz"
     assert items["scorchlet__feature_sub[6]"]["properties"]["vacuous_tests"] == "tests/test_ops.py::test_sub_runs"

@@ -4,16 +4,18 @@ cache is used."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
 import pytest
 
 from pytest_codebench.benchmarks.tensorbench.cache import STATE, choose, parse_probe, statistics
-from pytest_codebench.benchmarks.tensorbench.canary import Wrong
+from pytest_codebench.benchmarks.tensorbench.canary import Canaries, Wrong
 from pytest_codebench.benchmarks.tensorbench.load import Task, baseline_limits
 from pytest_codebench.benchmarks.tensorbench.rules import (
     SHOWN_FAILURES,
+    canaries_counted_apart,
     known_failures,
     suite_verdict,
     with_canaries,
@@ -174,3 +176,26 @@ def test_a_baseline_gets_the_longest_time_limit_of_its_base_commits_tasks() -> N
         "broken": task("a", 9000, error="test_timeout: not a number of seconds"),
     }
     assert baseline_limits(tasks) == {"b": 600, "a": 30, "c": 3000}
+
+
+def test_a_reason_says_how_many_canary_tests_pytests_own_counts_hold() -> None:
+    """The reason counts the repository's tests; pytest's own line beside it counts the
+    canaries too: the note makes them add up. A verdict without the suite's counts (an error,
+    tampering, which names its canaries itself) is left as it is."""
+    canaries = Canaries("tests/test_norm_broadcast.py", fail=("test_axis_clone",), passes=("a", "b", "c"))
+    failed = suite_verdict(ran(1), SuiteReport(tests=6, failed=["tests/test_ops.py::test_sub"], skipped=0))
+    assert canaries_counted_apart(failed, canaries).reason == (
+        "1 of 6 tests failed: tests/test_ops.py::test_sub; pytest's own counts also hold the harness's 4 canary "
+        "tests (tests/test_norm_broadcast.py: 1 fails by design), left out of these"
+    )
+    two = Canaries("t/test_x.py", fail=("a", "b"), passes=("c", "d"))
+    passed = canaries_counted_apart(suite_verdict(ran(0), SuiteReport(tests=6, failed=[], skipped=0)), two)
+    assert passed.reason.endswith("4 canary tests (t/test_x.py: 2 fail by design), left out of these")
+    crashed = suite_verdict(ran(3), None)
+    assert canaries_counted_apart(crashed, canaries) == crashed
+    tampered = dataclasses.replace(failed, outcome=Outcome.TAMPERED)
+    assert canaries_counted_apart(tampered, canaries) == tampered
+    assert canaries_counted_apart(failed, None) == failed
+    # A canary that did not run as written (-x stopped the session first): its figure names it.
+    stopped = with_canaries(failed, [Wrong("tests/test_norm_broadcast.py::a", "passed", "not run")])
+    assert canaries_counted_apart(stopped, canaries) == stopped

@@ -40,7 +40,7 @@ from .environment import Provisioner, check_environment, mirror
 from .load import baseline_limits, read_tasks, split_by_model
 from .load import load as read_dataset
 from .options import ALLOW_HARNESS_EDITS, COMPILER_CACHE, FAIL_VACUOUS, OPTIONS, RERUNS, RUN_TESTS
-from .rules import known_failures, missing_tests, with_harness_edits, with_vacuous
+from .rules import canaries_counted_apart, known_failures, missing_tests, with_harness_edits, with_vacuous
 from .suite import TESTBED, TreeRun
 from .swebench import SWEBENCH_DIR, write_swebench
 from .vacuous import vacuous_tests
@@ -119,7 +119,8 @@ class TensorBench(Benchmark):
             edits = merged(edits, hooks)
             verdict = missing_tests(verdict, base.get("passed", []) if base else [], run.witnessed.outcomes)
         verdict = with_harness_edits(verdict, edits, self.settings[ALLOW_HARNESS_EDITS])
-        return with_vacuous(verdict, vacuous, self.settings[FAIL_VACUOUS])
+        verdict = with_vacuous(verdict, vacuous, self.settings[FAIL_VACUOUS])
+        return canaries_counted_apart(verdict, run.canaries)
 
     # -- results ---------------------------------------------------------------------------------
 

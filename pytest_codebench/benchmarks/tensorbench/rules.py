@@ -15,7 +15,7 @@ from pytest_codebench.reports import junit
 from pytest_codebench.runners import RunResult
 from pytest_codebench.verdict import Outcome, Verdict
 
-from .canary import Wrong
+from .canary import Canaries, Wrong
 from .edits import HarnessEdit
 
 SHOWN_FAILURES = 20  # failing test ids named in a reason; the figure lists them all
@@ -120,3 +120,23 @@ def with_canaries(verdict: Verdict, wrong: Sequence[Wrong]) -> Verdict:
         why = f"the suite's own code changed how its tests are run or reported: the harness's canary tests: {shown}"
         return dataclasses.replace(verdict, outcome=Outcome.TAMPERED, reason=why, figures=figures)
     return dataclasses.replace(verdict, figures=figures)
+
+
+def canaries_counted_apart(verdict: Verdict, canaries: Canaries | None) -> Verdict:
+    """A reason's counts (``1 of 6 tests failed``, ``6 tests passed``) are of the repository's
+    tests; pytest's own, in the output and the log beside it (``collected 10 items``, ``2
+    failed, 8 passed``), also hold the harness's canary tests, some failing by design. The
+    reason says how many, so the two add up. Only where the suite's counts are given and every
+    canary ran as written: a ``tampered`` reason, or a failure's ``canaries`` figure, names the
+    canaries that did not."""
+    outcomes = (Outcome.PASSED, Outcome.TEST_FAILED, Outcome.VACUOUS_TESTS)
+    if canaries is None or verdict.outcome not in outcomes or "tests" not in verdict.figures:
+        return verdict
+    if "canaries" in verdict.figures:
+        return verdict
+    count, failing = len(canaries.fail) + len(canaries.passes), len(canaries.fail)
+    note = (
+        f"pytest's own counts also hold the harness's {count} canary tests ({canaries.path}: "
+        f"{failing} fail{'s' * (failing == 1)} by design), left out of these"
+    )
+    return dataclasses.replace(verdict, reason=f"{verdict.reason}; {note}")
