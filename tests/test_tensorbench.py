@@ -229,6 +229,35 @@ def test_items_of_a_base_commit_share_an_xdist_group(pytester, scorchlet):
     )
 
 
+def test_groups_are_named_by_the_tasks_category_in_every_output(pytester, codebench, scorchlet):
+    """A task's group is the top level of its first category (a base commit, named as one,
+    where it has none), in the terminal, JUnit, the JSON report, the markdown and the page;
+    the scheduling still groups items by base commit (the test above)."""
+    repo, shas = scorchlet
+    tasks = [
+        task(shas, repo, categories=["Runtime/Caching & dispatch", "API/Arithmetic"]),
+        task(shas, repo, name="feature_twice", base="A"),  # the sample's own: API/Arithmetic
+        task(shas, repo, name="feature_checked", categories=[]),
+    ]
+    rows = [prediction("feature_sub", ""), prediction("feature_twice", ""), prediction("feature_checked", "")]
+    args = write_dataset(pytester.path, repo, tasks, rows)
+    outputs = ["--codebench-report", "r.json", "--codebench-markdown", "r.md", "--codebench-html", "html"]
+    run = codebench(*args, *outputs, benchmark="tensorbench")
+    base = f"base-{shas['B'][:12]}"
+    expected = {"scorchlet__feature_sub[0]": "Runtime", "scorchlet__feature_twice[0]": "API"}
+    expected["scorchlet__feature_checked[0]"] = base
+    assert {name: item["properties"]["group"] for name, item in run.items.items()} == expected, run.output
+    report = json.loads((pytester.path / "r.json").read_text())
+    assert {item["id"]: item["group"] for item in report["items"]} == expected
+    assert sorted(report["metrics"]["groups"]) == sorted({"Runtime", "API", base})
+    run.result.stdout.fnmatch_lines(["all tasks: pass@1 0.00%*", "  API: pass@1 0.00%*", f"  {base}: pass@1 0.00%*"])
+    header = (pytester.path / "r.md").read_text().splitlines()[2]
+    assert "| API pass@1 |" in header and "| Runtime pass@1 |" in header
+    overview = (pytester.path / "html" / "data" / "overview.js").read_text()
+    table = json.loads(overview[overview.index("(") + 1 : overview.rindex(")")].split(",", 1)[1])["groups"]
+    assert (table["metric"], sorted(row["group"] for row in table["rows"])) == ("pass@1", sorted(expected.values()))
+
+
 def test_the_sample_is_reproducible():
     result = subprocess.run(
         [sys.executable, str(SAMPLE / "pack.py"), "--check"], check=False, capture_output=True, text=True

@@ -181,17 +181,29 @@ def gold_samples(path: Path, tasks: dict[str, Task]) -> list[Sample]:
     return samples
 
 
+def group_of(record: Mapping[str, Any]) -> str | None:
+    """The task's group as a reader knows it: the top level of its first category (TensorBench's
+    ``categories`` are paths such as ``Runtime/Caching & dispatch``, the first one the task's
+    own area), else its base commit, named as one (``base-`` and 12 digits). Not the
+    scheduling's: items share an xdist group by base commit (:meth:`TensorBench.marks`)."""
+    categories = record.get("categories")
+    first = categories[0] if isinstance(categories, list) and categories else None
+    if isinstance(first, str) and first.split("/")[0].strip():
+        return first.split("/")[0].strip()
+    commit = record.get("base_commit")
+    return f"base-{commit[:12]}" if isinstance(commit, str) and commit else None
+
+
 def _case(tasks: dict[str, Task], sample: Sample, number: int) -> Case:
     task = tasks.get(sample.task_id, Task({}, 0))
     timeout = task_time_limit(task)
-    commit = str(task.record.get("base_commit", ""))
     return Case(
         id=f"{sample.task_id}[{number}]",
         task_id=sample.task_id,
         sample=number,
         record=task.record,
         solution=sample.solution,
-        group=commit[:12] or None,
+        group=group_of(task.record),
         # The backstop: the first item of a base commit may also provision its
         # environment and fill the compiler cache (one run of the unpatched suite).
         timeout=4 * timeout + 3600,
