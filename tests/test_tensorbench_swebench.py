@@ -13,9 +13,12 @@ from typing import Any
 import pytest
 from tensorbench_data import sample_rows, task, write_dataset
 
+from conftest import junit_suite
+from pytest_codebench.benchmarks.tensorbench.load import GOLD, load, read_tasks, without_gold
 from pytest_codebench.benchmarks.tensorbench.swebench import category, write_swebench
 from pytest_codebench.cases import Case
 from pytest_codebench.reports.reporting import item_result
+from pytest_codebench.sweeps.solution_sets import SolutionSet
 from pytest_codebench.verdict import Outcome, Verdict
 
 pytestmark = pytest.mark.usefixtures("tensorbench_cache_dir")
@@ -147,13 +150,26 @@ def test_swebench_own_report_code_counts_as_ours(pytester, scorchlet, tmp_path):
 def test_gold_grades_each_tasks_reference_patch(pytester, codebench, scorchlet):
     repo, shas = scorchlet
     reference = sample_rows(0)[0]["model_patch"]
-    # feature_twice has no reference patch: gold leaves it out (it is no task of gold's score).
+    # feature_twice has no reference patch: gold leaves it out (it is no task of gold's score),
+    # and every output says so: its figures are over a selection, the tasks that have one.
     tasks = [task(shas, repo, patch=reference), task(shas, repo, "feature_twice")]
     write_dataset(pytester.path, repo, tasks, [])
     args = ["--codebench-dataset", str(pytester.path / "tensorbench.json"), "--codebench-solutions", "gold"]
-    run = codebench(*args, "--codebench-swebench-dir", "swe", benchmark="tensorbench")
+    outputs = ["--codebench-report", "r.json", "--codebench-markdown", "r.md"]
+    run = codebench(*args, "--codebench-swebench-dir", "swe", *outputs, benchmark="tensorbench")
     assert run.items.keys() == {f"{SUB}[0]"}, run.output
     assert run.outcome(f"{SUB}[0]") == "passed"
+    chosen = "--codebench-solutions gold (1 task without a gold patch: scorchlet__feature_twice)"
+    selection = f"selection: 1 of the dataset's 2 items, chosen by {chosen}; the figures below are over them"
+    assert selection in run.output and selection in (pytester.path / "r.md").read_text()
+    assert (
+        "gold: 1 task without a gold patch (the task's patch field), left out of the run and the score: "
+        "scorchlet__feature_twice" in run.output
+    )
+    report = json.loads((pytester.path / "r.json").read_text())
+    assert report["selection"] == {"items": 1, "of": 2, "by": [chosen]}
+    assert report["environment"]["no_gold_patch"] == ["scorchlet__feature_twice"]
+    assert junit_suite(pytester.path / "junit.xml")["selection"] == f"1 of the dataset's 2 items, chosen by {chosen}"
     run_id, summary = _summary(pytester.path / "swe", "gold")
     assert summary["resolved_ids"] == [SUB] and summary["total_instances"] == 1  # one sample each: plain ids
     assert (pytester.path / "swe" / "logs" / "run_evaluation" / run_id / "gold" / SUB / "patch.diff").read_text() == (
@@ -168,6 +184,23 @@ def test_a_dataset_without_reference_patches_cannot_be_graded_as_gold(pytester, 
     run = codebench(*args, benchmark="tensorbench")
     assert "--codebench-solutions gold: no task has a reference patch" in run.output
     assert run.result.ret != 0
+
+
+def test_gold_names_the_tasks_without_a_reference_patch_and_reports_a_broken_one_as_a_defect(tmp_path: Path) -> None:
+    """A task without a patch has no gold item (the scope names it); a task that cannot be read
+    is gold's item all the same, which errors as the dataset's defect, never hidden."""
+    dataset = tmp_path / "tensorbench.json"
+    good = {"repo_url": "r", "base_commit": "a" * 40, "test_command": "t", "test_timeout": 10}
+    tasks = [
+        {**good, "instance_id": "patched", "patch": "diff --git a/x b/x\n"},
+        {**good, "instance_id": "bare", "patch": "  "},
+        {**good, "instance_id": "broken", "base_commit": "not-a-sha"},
+    ]
+    dataset.write_text(json.dumps(tasks))
+    cases = {case.id: case for case in load(dataset, [SolutionSet(None, GOLD)]).cases}
+    assert sorted(cases) == ["broken[0]", "patched[0]"]
+    assert "not a commit SHA" in str(cases["broken[0]"].error)
+    assert without_gold(read_tasks(dataset)) == ["bare"]
 
 
 def test_a_model_name_with_a_slash_is_a_file_name_as_swebench_makes_it(tmp_path: Path) -> None:

@@ -25,10 +25,11 @@ import pytest
 
 from pytest_codebench.benchmark import Benchmark
 from pytest_codebench.cases import Case, Dataset
+from pytest_codebench.errors import DatasetError
 from pytest_codebench.grading import Grading
 from pytest_codebench.options import SOLUTIONS, K
 from pytest_codebench.reports.metrics import describe_excluded, describe_pass_at_k, pass_at_ks, score_intervals
-from pytest_codebench.reports.reporting import ItemResult, Summary
+from pytest_codebench.reports.reporting import ItemResult, Summary, examples
 from pytest_codebench.sweeps.solution_sets import SolutionSet, find_sets
 from pytest_codebench.verdict import Outcome, Verdict
 from pytest_codebench.workspace.files import UnsafePath
@@ -37,7 +38,7 @@ from pytest_codebench.workspace.patches import apply, confined, parse
 from .cache import CACHE_HINT
 from .edits import hook_edits, merged, static_edits
 from .environment import Provisioner, check_environment, mirror
-from .load import baseline_limits, read_tasks, split_by_model
+from .load import GOLD, baseline_limits, read_tasks, split_by_model, without_gold
 from .load import load as read_dataset
 from .options import ALLOW_HARNESS_EDITS, COMPILER_CACHE, FAIL_VACUOUS, OPTIONS, RERUNS, RUN_TESTS
 from .rules import canaries_counted_apart, known_failures, missing_tests, with_harness_edits, with_vacuous
@@ -77,6 +78,31 @@ class TensorBench(Benchmark):
         # (by the commit itself: case.group is the name readers see, a task's category).
         commit = case.record.get("base_commit")
         return [pytest.mark.xdist_group(commit[:12])] if isinstance(commit, str) and commit else []
+
+    @functools.cached_property
+    def no_gold_patch(self) -> list[str]:
+        """With ``--codebench-solutions gold``: the tasks that have no reference patch, which
+        gold has no item for (none else, or where the dataset cannot be read: loading says why)."""
+        try:
+            if not any(each.path == GOLD for each in self.solution_sets):
+                return []
+            return without_gold(read_tasks(self.dataset_path()))
+        except (OSError, ValueError, DatasetError):
+            return []
+
+    def left_out(self) -> tuple[str, int]:
+        """Gold's run is over the tasks that have a reference patch: a selection, which every
+        output names (a model's run leaves no task out: one it did not answer fails)."""
+        missing = self.no_gold_patch
+        if not missing:
+            return "", 0
+        count = f"{len(missing)} task{'s' * (len(missing) != 1)}"
+        return f"{SOLUTIONS.cli} gold ({count} without a gold patch: {examples(missing)})", len(missing)
+
+    def report_info(self) -> dict[str, Any]:
+        # Every task gold left out, by id (the scope's line names a few).
+        gold = any(each.path == GOLD for each in self.solution_sets)
+        return {"no_gold_patch": self.no_gold_patch} if gold else {}
 
     # -- checkout and patch ----------------------------------------------------------------------
 
@@ -155,6 +181,12 @@ class TensorBench(Benchmark):
 
     def finish(self, results: list[ItemResult]) -> None:
         """SWE-bench's files (--codebench-swebench-dir), on the controller: every item's result."""
+        missing = self.no_gold_patch
+        if missing:
+            self.outputs.append(
+                f"gold: {len(missing)} task{'s' * (len(missing) != 1)} without a gold patch (the task's patch field), "
+                f"left out of the run and the score: {', '.join(missing)}"
+            )
         folder = self.settings[SWEBENCH_DIR]
         if folder:
             written = write_swebench(self.output_path(folder), self.context.run_dir.name, results, self.run_cases())

@@ -40,7 +40,7 @@ def load(path: Path, sets: Sequence[SolutionSet]) -> Dataset:
     tasks = read_tasks(path)
 
     def cases_of(solutions: SolutionSet) -> list[Case]:
-        if solutions.path == GOLD:  # only the tasks that have a reference patch are in its score
+        if solutions.path == GOLD:  # only the tasks that have a reference patch (the scope names the others)
             gold = gold_samples(path, tasks)
             answered = [sample.task_id for sample in gold]
             return join_samples(answered, gold, lambda sample, number: _case(tasks, sample, number))
@@ -170,15 +170,27 @@ def task_time_limit(task: Task) -> float:
 
 def gold_samples(path: Path, tasks: dict[str, Task]) -> list[Sample]:
     """Each task's reference patch as a prediction of the model ``gold`` (SWE-bench's name
-    for it), for the tasks that have one; a dataset with none cannot be graded as gold."""
+    for it), for the tasks that have one (and the tasks that cannot be read, whose defect is
+    reported as in any run); a dataset with none cannot be graded as gold."""
     samples = [
-        Sample(task_id, {"instance_id": task_id, "model_name_or_path": GOLD, "model_patch": patch}, task.line)
+        Sample(task_id, {"instance_id": task_id, "model_name_or_path": GOLD, "model_patch": _gold(task)}, task.line)
         for task_id, task in tasks.items()
-        if isinstance(patch := task.record.get("patch"), str) and patch.strip()
+        if _gold(task) or task.error is not None
     ]
-    if not samples:
+    if not any(_gold(task) for task in tasks.values()):
         raise DatasetError(path, "--codebench-solutions gold: no task has a reference patch", field="patch")
     return samples
+
+
+def without_gold(tasks: Mapping[str, Task]) -> list[str]:
+    """The tasks that have no reference patch (an empty or absent ``patch``): gold has no
+    item for them, and the run's scope names them (a defect is reported as such instead)."""
+    return [task_id for task_id, task in tasks.items() if task.error is None and not _gold(task)]
+
+
+def _gold(task: Task) -> str | None:
+    patch = task.record.get("patch")
+    return patch if isinstance(patch, str) and patch.strip() else None
 
 
 def group_of(record: Mapping[str, Any]) -> str | None:
