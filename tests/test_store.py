@@ -21,6 +21,7 @@ import pytest
 from conftest import no_sandbox
 from pytest_codebench.benchmarks.computeeval.perf.phase import PERF
 from pytest_codebench.options import CORE_OPTIONS, ENV, OUTPUT_LIMIT, REPORT, STORE, Settings
+from pytest_codebench.reports.harness import PACKAGE, code_digest, own_code
 from pytest_codebench.runners.local import sandbox_state
 from pytest_codebench.sweeps.store import TABLE, Stored, VerdictStore
 from pytest_codebench.sweeps.verdict_keys import (
@@ -62,6 +63,53 @@ def test_every_part_of_the_run_identity_changes_the_key():
     digests = {identity.digest() for identity in changed}
     assert len(digests) == len(changed) and base.digest() not in digests
     assert base.digest() == RunIdentity(**vars(base)).digest()
+
+
+def _append(path: Path, text: str = "\n# changed\n") -> None:
+    path.write_text(path.read_text() + text)
+
+
+def test_a_verdict_is_keyed_by_the_core_and_its_own_benchmark_only(tmp_path):
+    """Another benchmark's file, or a benchmark added (its package and its Dockerfile), changes
+    no benchmark's key; the benchmark's own package or Dockerfile, or the core, changes it."""
+    package = tmp_path / "pytest_codebench"
+    shutil.copytree(PACKAGE, package, ignore=shutil.ignore_patterns("__pycache__"))
+
+    def key() -> str:
+        return code_digest("computeeval", own_code(package / "benchmarks/computeeval/benchmark.py", package), package)
+
+    base = key()
+    _append(package / "benchmarks/pie/report.py")
+    _append(package / "benchmarks/tensorbench/rules.py")
+    _append(package / "images/pie.Dockerfile")
+    (package / "benchmarks/example").mkdir()
+    (package / "benchmarks/example/__init__.py").write_text('"""A new benchmark."""\n')
+    (package / "images/example.Dockerfile").write_text("FROM codebench-base:bookworm\n")
+    assert key() == base
+    keys = [base]
+    for own_or_core in (
+        "benchmarks/computeeval/rules.py",
+        "benchmarks/computeeval/guard/main_guard.c",
+        "images/computeeval.Dockerfile",
+        "options.py",
+        "runners/local.py",
+        "benchmarks/speedup.py",  # shared by the benchmarks: the core's
+    ):
+        _append(package / own_or_core, "\n")
+        assert key() not in keys, own_or_core
+        keys.append(key())
+
+
+def test_a_benchmark_installed_from_elsewhere_is_keyed_by_its_own_package(tmp_path):
+    (tmp_path / "mybench").mkdir()
+    (tmp_path / "mybench/__init__.py").write_text("")
+    (tmp_path / "mybench/grade.py").write_text("")
+    (tmp_path / "single.py").write_text("")
+    assert own_code(tmp_path / "mybench/grade.py") == tmp_path / "mybench"
+    assert own_code(tmp_path / "single.py") == tmp_path / "single.py"
+    base = code_digest("mine", tmp_path / "mybench")
+    _append(tmp_path / "mybench/grade.py")
+    assert code_digest("mine", tmp_path / "mybench") != base
 
 
 def test_only_settings_that_can_change_a_verdict_are_in_the_key():
@@ -258,6 +306,31 @@ def test_what_decides_a_verdict_is_in_its_key_and_nothing_else(pytester, codeben
     changed = codebench(*_pack(pytester, swapped, packs.WRONG), "--codebench-report", "changed.json")
     assert _report(pytester, "changed.json")["reused"]["cached"] == 0
     assert changed.outcome("T/0[0]") == "test_failed" and changed.outcome("T/0[1]") == "passed"
+
+
+def test_a_change_to_another_benchmark_grades_nothing_again(pytester, codebench, monkeypatch):
+    """The runs import a copy of the plugin (first on PYTHONPATH). A file of PIE's changes, and
+    a benchmark is added: ComputeEval's verdicts are still served from the store, though the
+    harness version the report shows (every file) changed. A file of ComputeEval's own: graded again."""
+    site = pytester.path / "site"
+    package = site / "pytest_codebench"
+    shutil.copytree(PACKAGE, package, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setenv("PYTHONPATH", str(site))
+    solutions = [packs.solution("T/0", code) for code in (packs.RIGHT, packs.WRONG)]
+    args = [*packs.pack_args(pytester.path, [packs.problem("T/0", min_cuda_toolkit=None)], solutions), FORCE]
+    args += ["--codebench-cache-dir", str(pytester.path / "cache")]
+    codebench(*args, "--codebench-report", "first.json")
+    _append(package / "benchmarks/pie/report.py")
+    (package / "benchmarks/example").mkdir()
+    (package / "benchmarks/example/__init__.py").write_text('"""A new benchmark."""\n')
+    served = codebench(*args, "--codebench-report", "served.json")
+    served.result.assert_outcomes(passed=1, failed=1)
+    first, report = _report(pytester, "first.json"), _report(pytester, "served.json")
+    assert report["reused"]["cached"] == 2 and _graded_here(pytester, report) == set()
+    assert report["harness_version"] != first["harness_version"]  # the copy ran, and reports show it all
+    _append(package / "benchmarks/computeeval/rules.py")
+    codebench(*args, "--codebench-report", "own.json")
+    assert _report(pytester, "own.json")["reused"]["cached"] == 0
 
 
 def test_store_modes(pytester, codebench):

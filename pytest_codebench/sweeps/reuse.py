@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import inspect
 import json
 import platform
 import warnings
@@ -27,7 +28,7 @@ from ..cases import Case
 from ..context import slug
 from ..once import write_atomically
 from ..options import CACHE_DIR, CORE_OPTIONS, STORE, Option
-from ..reports.harness import harness_version
+from ..reports.harness import verdict_code
 from ..reports.reporting import ItemResult, reused
 from ..runners import Runner
 from ..verdict import Verdict
@@ -84,7 +85,7 @@ def run_identity(benchmark: Benchmark, runner: Runner, runner_options: Sequence[
     options = [*CORE_OPTIONS, *type(benchmark).options, *runner_options]
     return RunIdentity(
         benchmark=benchmark.name,
-        harness=harness_version(),
+        harness=verdict_code(benchmark.name, Path(inspect.getfile(type(benchmark)))),
         runner=runner.fingerprint(),
         facts=benchmark.key_facts(runner),
         settings=grading_settings(benchmark.settings, options),

@@ -1,11 +1,13 @@
 """What a stored verdict is keyed by: everything that decides it, hashed. Pure functions.
 
 A verdict is reused only where its key matches: the benchmark, the task's record, the model's
-normalised answer, the harness that graded (its version and a digest of its own files, so that
-a code change never reuses an old verdict), the runner's fingerprint (host, image), the machine
-facts the benchmark says matter (toolkit, GPUs, compiler) and every setting that can change a
-verdict. A timing verdict (a speedup) also carries the machine's own identity: it is reused only
-on the machine that measured it; so does a skip the machine decided (no GPU).
+normalised answer, the harness that graded (its version and a digest of the code that can change
+the benchmark's verdicts, the core and the benchmark's own package: a change to that code never
+reuses an old verdict, and a change to another benchmark grades nothing again), the runner's
+fingerprint (host, image), the machine facts the benchmark says matter (toolkit, GPUs, compiler)
+and every setting that can change a verdict. A timing verdict (a speedup) also carries the
+machine's own identity: it is reused only on the machine that measured it; so does a skip the
+machine decided (no GPU).
 """
 
 from __future__ import annotations
@@ -51,7 +53,7 @@ class RunIdentity:
     """What every verdict of a run depends on besides its task and its answer."""
 
     benchmark: str
-    #: ``harness_version()``: the package version and a digest of its files.
+    #: ``verdict_code()``: the package version and a digest of the core and the benchmark's own code.
     harness: str
     #: ``runner.fingerprint()``: the host and how commands run there (an image, a sandbox).
     runner: str
