@@ -213,6 +213,14 @@ class Benchmark(abc.ABC):
         (once per run) rather than reading what grading found so far."""
         return {}
 
+    def holds(self, case: Case, verdict: Verdict, runner: Runner) -> bool:
+        """Whether a verdict the store kept for ``case`` may be served (asked before it is):
+        its key covers what is known before grading, but a verdict may rest on what grading
+        found besides (ComputeEval: the outcome of the problem's own reference here), named in
+        its figures; the benchmark checks that it still holds (it may run something to know),
+        else the item is graded again. True by default."""
+        return True
+
     @property
     def timed(self) -> bool:
         """Whether verdicts depend on how fast this machine runs (speedups): they are then

@@ -72,7 +72,9 @@ class CodebenchSession:
         self.is_worker = hasattr(config, "workerinput")
         #: Verdicts from the store and from duplicates (its run identity asked on first use).
         self.reuse = Reuse(
-            benchmark, lambda runner: run_identity(benchmark, runner or self.runner, self.runner_class.options)
+            benchmark,
+            lambda runner: run_identity(benchmark, runner or self.runner, self.runner_class.options),
+            lambda: self.runner,
         )
 
     @functools.cached_property

@@ -8,6 +8,9 @@ import json
 import packs
 import pytest
 
+from pytest_codebench.benchmarks.computeeval.reference import ReferenceCache
+from pytest_codebench.verdict import Outcome, Verdict
+
 FORCE = "--codebench-run-without-gpu"
 # A header no machine has: the problem itself cannot build here, whatever the solution says.
 MISSING_HEADER = "#include <codebench_no_such_header.h>\n" + packs.TEST
@@ -45,24 +48,109 @@ def test_a_failure_the_reference_shares_is_the_machines(pytester, codebench):
     ])  # fmt: skip
 
 
-def test_the_reference_runs_once_per_machine_and_only_after_a_failure(pytester, codebench):
+def test_a_failing_reference_is_trusted_only_in_the_run_that_found_it(tmp_path):
+    def never() -> Verdict:
+        raise AssertionError("the cached outcome was to be used")
+
+    first = ReferenceCache(tmp_path, "run-1")
+    assert first.outcome("k", lambda: Verdict(Outcome.BUILD_ERROR, "cc failed")).outcome is Outcome.BUILD_ERROR
+    assert first.outcome("k", never).outcome is Outcome.BUILD_ERROR
+    second = ReferenceCache(tmp_path, "run-2")
+    assert second.outcome("k", lambda: Verdict(Outcome.SKIPPED, "no GPU")).outcome is Outcome.SKIPPED
+    assert second.outcome("k", never).outcome is Outcome.SKIPPED
+    # A pass or a skip is kept for good under its key.
+    assert ReferenceCache(tmp_path, "run-3").outcome("k", never).outcome is Outcome.SKIPPED
+
+
+def reference_logs(pytester: pytest.Pytester) -> list[str]:
+    """The items whose logs hold a reference build, run by run: ``RUN/ITEM``."""
+    logs = pytester.path / ".codebench" / "runs"
+    return sorted(f"{path.parents[2].name}/{path.parent.name}" for path in logs.glob("*/logs/*/reference-build.log"))
+
+
+def test_a_failing_reference_runs_once_per_run_and_only_after_a_failure(pytester, codebench):
     problems = [unbuildable("T/cannot"), packs.problem("T/ok")]
     solutions = [packs.solution("T/cannot", BROKEN), packs.solution("T/cannot", BROKEN), packs.solution("T/ok")]
     args = write(pytester, problems, solutions)
     report = pytester.path / "report.json"
 
-    def reference_logs() -> list[str]:
-        logs = pytester.path / ".codebench" / "runs"
-        return sorted(path.parent.name for path in logs.glob("*/logs/*/reference-build.log"))
-
     first = codebench(*args, FORCE, "--codebench-report", str(report))
     assert first.outcome("T/cannot[0]") == first.outcome("T/cannot[1]") == "skipped"
     # One reference build for the two failing samples, none for the passing one.
-    assert reference_logs() == ["T_cannot_0"] or reference_logs() == ["T_cannot_1"]
+    assert [log.partition("/")[2] for log in reference_logs(pytester)] in (["T_cannot_0"], ["T_cannot_1"])
     second = codebench(*args, FORCE)
-    assert second.outcome("T/cannot[0]") == "skipped"
-    assert len(reference_logs()) == 1  # the second run asked the machine-wide cache
+    assert second.outcome("T/cannot[0]") == second.outcome("T/cannot[1]") == "skipped"
+    # A failing reference is not trusted from the cache alone: the second run checked it
+    # again before its skips were served from the store, once for both samples.
+    runs = [log.partition("/")[0] for log in reference_logs(pytester)]
+    assert len(runs) == 2 and len(set(runs)) == 2
     assert json.loads(report.read_text())["metrics"]["problems"] == 1
+
+
+# What a CUDA program prints where no driver answers (as every CUDA test does on this machine).
+NO_DRIVER = "./test.out && echo 'CUDA error: CUDA driver version is insufficient for CUDA runtime version' && exit 1"
+
+
+def test_a_reference_checked_without_run_without_gpu_never_decides_a_run_with_it(pytester, codebench):
+    """Issue 35's sequence: a normal run checks the reference (built, not tested: no GPU); a
+    run with --codebench-run-without-gpu then grades the reference itself, whose test reports
+    the missing driver. That skip is the machine's, as the reference's own check under these
+    settings says; the first run's answer, of other settings, once made it test_failed, and
+    the verdict store kept it."""
+    problems = [packs.problem("T/1", test_command=NO_DRIVER)]
+    args = write(pytester, problems, [packs.solution("T/1", BROKEN), packs.solution("T/1")])
+    normal = codebench(*args)
+    assert normal.outcome("T/1[0]") == "build_error"  # the reference built: the failure is the model's
+    for run in (codebench(*args, FORCE), codebench(*args, FORCE, "-v")):
+        reference = run.items["T/1[1]"]
+        assert reference["status"] == "skipped", reference["message"]
+        assert "no usable CUDA GPU; the test reported 'CUDA driver version is insufficient'" in reference["message"]
+        assert run.outcome("T/1[0]") == "build_error"
+    assert "test_failed (stored)" not in run.output
+
+
+def test_a_reference_that_fails_with_run_without_gpu_excuses_nothing_without_it(pytester, codebench):
+    """The reverse: the reference's test fails here (it needs a GPU), so with
+    --codebench-run-without-gpu this machine cannot grade the problem; a normal run never runs
+    the test, so the reference builds, and a solution that does not build has failed on its own."""
+    problems = [packs.problem("T/1", test_command="./test.out && exit 1")]
+    args = write(pytester, problems, [packs.solution("T/1", BROKEN)])
+    forced = codebench(*args, FORCE)
+    assert "this machine cannot grade T/1: the reference fails too" in forced.items["T/1[0]"]["message"]
+    normal = codebench(*args)
+    assert normal.outcome("T/1[0]") == "build_error", normal.items["T/1[0]"]["message"]
+
+
+def test_a_stored_verdict_follows_its_reference_when_the_machine_changes(pytester, codebench):
+    """The reference needs a header this machine lacks: the samples that do not build are
+    skipped (cannot grade here), and the store keeps those skips. Once the header is installed
+    (nothing in any key changes), the next run checks the failing reference again before it
+    serves them: it builds now, so the stored skips no longer hold, and the samples' own build
+    errors are their verdicts. Each verdict names the reference outcome it rests on."""
+    headers = pytester.path / "system-headers"
+    headers.mkdir()
+    build = f"cc -I include -I {headers} -o test.out solution.c test/test_main.c"
+    test = "#include <codebench_lib.h>\n" + packs.TEST
+    problem = packs.problem("T/1", build_command=build, test_files=[{"path": "test/test_main.c", "content": test}])
+    # Unconfined: the sandbox shows commands no folder of the test's, the header's included.
+    args = [*write(pytester, [problem], [packs.solution("T/1", BROKEN)] * 2), "--codebench-sandbox", "none"]
+    references = pytester.path / "cache" / "computeeval" / "references"
+
+    before = codebench(*args)
+    for sample in ("T/1[0]", "T/1[1]"):
+        item = before.items[sample]
+        assert "this machine cannot grade T/1: the reference fails too" in item["message"]
+        assert item["properties"]["reference_outcome"] == "build_error"
+        assert (references / f"{item['properties']['reference_key']}.json").is_file()
+    checked = reference_logs(pytester)
+    (headers / "codebench_lib.h").write_text("/* installed */\n")
+    after = codebench(*args, "-v")
+    for sample in ("T/1[0]", "T/1[1]"):
+        assert after.outcome(sample) == "build_error", after.items[sample]["message"]
+        assert after.items[sample]["properties"]["reference_outcome"] in ("skipped", "passed")  # passed on a GPU
+    assert "(stored)" not in after.output
+    # Checked again once, for both samples.
+    assert len([log for log in reference_logs(pytester) if log not in checked]) == 1
 
 
 def test_a_failure_stands_when_the_reference_passes_here(pytester, codebench):

@@ -97,8 +97,12 @@ class Reuse:
     """One process's side of reuse: the store's connection, the run's identity (computed on
     the first lookup), the digests of tasks seen, and the lock folder for duplicates."""
 
-    def __init__(self, benchmark: Benchmark, identity: Callable[[Runner | None], RunIdentity]) -> None:
+    def __init__(
+        self, benchmark: Benchmark, identity: Callable[[Runner | None], RunIdentity], runner: Callable[[], Runner]
+    ) -> None:
         self.benchmark = benchmark
+        #: The run's own runner (a case of its own image brings its own).
+        self.runner = runner
         self.mode = benchmark.settings[STORE]
         self.path = store_path(benchmark.settings[CACHE_DIR])
         self.run = benchmark.context.run_dir.name
@@ -198,7 +202,7 @@ class Reuse:
         if store is not None and store.readable:
             # The model's verdict, else a skip this machine decided (kept under its own key).
             hit = self._lookup(store, key) or self._lookup(store, machine_key(key, self.machine))
-            if hit is not None and (hit.run != self.run or hit.item != case.id):
+            if hit is not None and (hit.run != self.run or hit.item != case.id) and self._holds(case, hit, runner):
                 if hit.run != self.run:
                     logs = self.benchmark.context.run_dir / "logs" / slug(case.id)
                     return bring_logs(hit.verdict, logs, hit.run), Origin(cached=True, run=hit.run)
@@ -233,6 +237,10 @@ class Reuse:
             return verdict, None
         finally:
             lock.release()
+
+    def _holds(self, case: Case, hit: Stored, runner: Runner | None) -> bool:
+        """Whether the benchmark may serve ``hit`` (see ``Benchmark.holds``)."""
+        return self.benchmark.holds(case, hit.verdict, runner or self.runner())
 
     def _lookup(self, store: VerdictStore, key: str) -> Stored | None:
         try:

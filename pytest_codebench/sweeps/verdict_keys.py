@@ -7,7 +7,9 @@ reuses an old verdict, and a change to another benchmark grades nothing again), 
 fingerprint (host, image), the machine facts the benchmark says matter (toolkit, GPUs, compiler)
 and every setting that can change a verdict. A timing verdict (a speedup) also carries the
 machine's own identity: it is reused only on the machine that measured it; so does a skip the
-machine decided (no GPU).
+machine decided (no GPU). A verdict that rests on what grading found besides (ComputeEval: the
+outcome of the problem's reference here) is served only where its benchmark says it still holds
+(``Benchmark.holds``).
 """
 
 from __future__ import annotations

@@ -29,6 +29,7 @@ from pytest_codebench.options import BUILD_JOBS, CACHE_DIR, DATASET, KEEP_WORKSP
 from pytest_codebench.reports.comparison import Row
 from pytest_codebench.reports.reporting import ItemResult, Summary
 from pytest_codebench.runners import Gpu, GpuProbe, Runner
+from pytest_codebench.sweeps.reuse import run_identity
 from pytest_codebench.verdict import Outcome, Status, Verdict
 from pytest_codebench.workspace.cleanup import remove_tree
 from pytest_codebench.workspace.files import UnsafePath, guarded_paths, normalise, write_file
@@ -44,7 +45,7 @@ from .perf import bench, profilers
 from .perf import phase as perf
 from .perf.phase import PERF, PERF_OPTIONS, PROFILER
 from .perf.scores import FAST_P, perf_columns
-from .reference import ReferenceCache, reference_key
+from .reference import ReferenceCache, References, rests_on
 from .rules import SKIP_KIND, honour_skip, judge_test, linked_libraries, machine_cannot_grade, shadowed_header
 from .skip_missing import UNANSWERED
 from .sourcecode import missing_references
@@ -115,8 +116,8 @@ class ComputeEval(Benchmark):
         image, bad_image = named_image(record, "base_image")
         error = (problem.error if problem else None) or bad_image or sample.error
         # Build and test get one timeout each, for the solution and, after a failure, for the
-        # problem's reference (checked once per machine); then the sanitizer gate and each
-        # timed run, where they are on.
+        # problem's reference (kept per machine, a failing one checked again once per run); then
+        # the sanitizer gate and each timed run, where they are on.
         gates = perf.budget(self.settings, record) + sanitizer.budget(self.settings, record)
         budget = 0.0 if error else 4 * timeout_of(record) + gates
         # Under xdist an item may queue for a build slot or the GPU behind every other worker.
@@ -185,8 +186,9 @@ class ComputeEval(Benchmark):
         if self.settings[validation.VALIDATE]:  # the author's check of the reference (see validation)
             with perf.snapshots(grading) as built:
                 timed = functools.partial(perf.measure, grading, self._perf_host(runner), built) if built else None
-                own, other = functools.partial(self._build_and_test, grading, built), self._run_reference
-                return validation.check(grading, validation.Runs(own, functools.partial(other, grading), timed))
+                own = functools.partial(self._build_and_test, grading, built)
+                other = functools.partial(self._run_reference, case, runner)
+                return validation.check(grading, validation.Runs(own, other, timed))
         with perf.snapshots(grading) as built:
             verdict = self._build_and_test(grading, built)
             if verdict.outcome.status is Status.FAILED or SKIP_KIND in verdict.figures:
@@ -249,27 +251,22 @@ class ComputeEval(Benchmark):
         """A failure or a skip, weighed against the problem's own reference on this machine.
         A failure is the model's, unless the reference fails here too: then this machine
         cannot grade the problem (skipped, excused). A skip is the machine's only when the
-        reference skips the same way; otherwise the solution made the test skip (failed)."""
-        case, runner = grading.case, grading.runner
-        baseline = case.record.get("baseline_solution")
-        reference: Verdict | None = None
-        if isinstance(baseline, dict):
-            key = reference_key(case.record, self.machine(runner), runner.fingerprint())
-            if patched.tree_of(case.record, baseline) == patched.tree_of(case.record, case.solution):
-                reference = self._references.outcome(key, lambda: verdict)  # this item is the reference
-            else:
-                reference = self._references.outcome(key, lambda: self._run_reference(grading, baseline))
+        reference skips the same way; otherwise the solution made the test skip (failed).
+        Either way the verdict names the reference's outcome it rests on (see reference)."""
+        case = grading.case
+        checked = self._references.check(case, grading.runner, verdict)
         if SKIP_KIND in verdict.figures:
-            return grading.conclude(honour_skip(case.task_id, verdict, reference))
-        if reference is None:
+            judged = honour_skip(case.task_id, verdict, checked[1] if checked else None)
+        elif checked is None:
             return verdict  # nothing to tell the machine's fault from the model's
-        cannot = machine_cannot_grade(case.task_id, reference)
-        if cannot is None:
-            return verdict
-        return grading.conclude(cannot)
+        else:
+            judged = machine_cannot_grade(case.task_id, checked[1]) or verdict
+        return grading.conclude(rests_on(judged, *checked) if checked else judged)
 
-    def _run_reference(self, grading: Grading, baseline: dict[str, Any], prefix: str = "reference-") -> Verdict:
-        reference = dataclasses.replace(grading.case, solution=baseline)
+    def _run_reference(
+        self, case: Case, runner: Runner, baseline: dict[str, Any], prefix: str = "reference-"
+    ) -> Verdict:
+        reference = dataclasses.replace(case, solution=baseline)
         workspace = self.context.run_dir / "work" / f"{slug(reference.id)}-{prefix.rstrip('-')}"
         shutil.rmtree(workspace, ignore_errors=True)
         workspace.mkdir(parents=True)
@@ -277,14 +274,18 @@ class ComputeEval(Benchmark):
             rejected = self.prepare(reference, workspace)
             if rejected is not None:
                 return Verdict(Outcome.INVALID_SOLUTION, f"the reference's {rejected}")
-            return self._build_and_test(Grading(self.context, reference, workspace, grading.runner, prefix=prefix))
+            return self._build_and_test(Grading(self.context, reference, workspace, runner, prefix=prefix))
         finally:
             if not self.settings[KEEP_WORKSPACES]:
                 shutil.rmtree(workspace, ignore_errors=True)
 
     @functools.cached_property
-    def _references(self) -> ReferenceCache:
-        return ReferenceCache(Path(self.settings[CACHE_DIR]))
+    def _references(self) -> References:  # keyed by the verdict store's identity of the run
+        cache = ReferenceCache(Path(self.settings[CACHE_DIR]), self.context.run_dir.name)
+        return References(cache, functools.partial(run_identity, self), self._run_reference)
+
+    def holds(self, case: Case, verdict: Verdict, runner: Runner) -> bool:
+        return self._references.holds(case, verdict, runner)
 
     def _perf_host(self, runner: Runner) -> perf.Host:
         gpus = self.machine(runner)["gpu"].get("gpus") or []

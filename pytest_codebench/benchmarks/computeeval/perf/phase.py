@@ -48,6 +48,7 @@ from pytest_codebench.options import (
     positive,
 )
 from pytest_codebench.stats.signs import Looks
+from pytest_codebench.sweeps.verdict_keys import digest
 from pytest_codebench.verdict import Outcome
 from pytest_codebench.workspace.cleanup import remove_tree
 
@@ -246,7 +247,8 @@ def _reference(grading: Grading, host: Host) -> tuple[Path, str]:
     baseline = case.record.get("baseline_solution")
     if not isinstance(baseline, dict):
         raise PerfSkipped("the problem has no baseline_solution to time against")
-    key = reference_key(case.record, host.machine, runner.fingerprint())
+    # Within one run the settings are the same: the runner and the machine tell builds apart.
+    key = reference_key(case.record, digest([host.machine, runner.fingerprint()]))
     folder = grading.context.run_dir / FOLDER / "references" / key
 
     def build() -> dict[str, str]:
