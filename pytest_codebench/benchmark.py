@@ -193,6 +193,11 @@ class Benchmark(abc.ABC):
         that is; ``("", 0)`` where nothing. Asked in any process after ``load``."""
         return "", 0
 
+    def header_lines(self, runner_class: type[Runner], runner: Callable[[], Runner]) -> list[str]:
+        """Lines the run's header adds, on the controller: what the benchmark's programs run
+        with. ``runner()`` makes the runner, where a line needs a command run. None by default."""
+        return []
+
     # -- what decides a verdict (the verdict store's key, see sweeps.verdict_keys) ----------------------
 
     def answer(self, case: Case) -> Any:

@@ -140,6 +140,7 @@ class CodebenchSession:
             *([f"codebench: {summary}"] if summary else []),
             *([f"codebench: shard {shard[0]} of {shard[1]} (its metrics cover its own tasks)"] if shard else []),
             *self._pruned(),
+            *([] if self.is_worker else self.benchmark.header_lines(self.runner_class, lambda: self.runner)),
         ]
 
     def _pruned(self) -> list[str]:

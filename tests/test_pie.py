@@ -198,7 +198,8 @@ def test_pies_report_and_the_json_report(pytester: pytest.Pytester, pie: PieRun)
     # Relative to where pytest runs (here the same folder as the config).
     (row,) = [json.loads(line) for line in (pytester.path / "out" / "report.jsonl").read_text().splitlines()]
     assert row["input"] == SLOW and row["generated_answers"] == [WRONG, FAST]
-    assert row["generated_answers_0_acc"] == 0.0 and row["generated_answers_0_time_mean"] is None
+    # Wrong on every test case, and timed as PIE times it: a mean per run over its runs.
+    assert row["generated_answers_0_acc"] == 0.0 and row["generated_answers_0_time_mean"] > 0
     assert row["generated_answers_1_acc"] == 1.0 and row["generated_answers_1_time_mean"] > 0
     assert row["input_time_mean"] > row["generated_answers_1_time_mean"]
     assert row["generated_answers_time_mean"] == row["generated_answers_1_time_mean"]  # the best
@@ -228,8 +229,11 @@ def test_a_broken_models_score_is_pies_optimized_everywhere(pytester: pytest.Pyt
         {"input": SLOW + f"#{i}\n", "generated_answers": [answer]} for i, answer in ((1, HANG), (2, CRASH), (3, FAST))
     ]
     report = pytester.path / "report.json"
+    # A formula against a loop: with a clean interpreter's start-up the speedup can pass the
+    # plausibility bar (10x), which would count it as 1.0x; what is tested here is the score.
+    config = write_pie(pytester.path, rows, references)
     run = pie(
-        write_pie(pytester.path, rows, references), "--codebench-report", str(report), "--codebench-fail-under", "90"
+        config, "--codebench-report", str(report), "--codebench-fail-under", "90", "--codebench-max-speedup", "1000"
     )
     assert categories(run) == {"p1/s1[0]": "test_timeout", "p2/s2[0]": "runtime_error", "p3/s3[0]": "passed"}
     third = f"{100 / 3:.2f}%"

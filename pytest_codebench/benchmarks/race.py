@@ -49,11 +49,15 @@ class Field(Generic[C, U]):
 @dataclasses.dataclass(frozen=True)
 class Result(Generic[C]):
     """What a race ran: each contender's :class:`~.speedup.Trials` (its totals beside the
-    base's and the companions' of the same trials, ignored trials dropped), and the detail of
-    each that withdrew."""
+    base's and the companions' of the same trials, ignored trials dropped), the detail of
+    each that withdrew, and everyone's single runs."""
 
     trials: dict[C, Trials[C]]
     withdrawn: dict[C, object]
+    #: Every single run (one unit) of the kept trials, the ignored ones dropped: the base's and
+    #: the companions' in every kept trial, a contender's in the trials it ran (none for one
+    #: that withdrew). PIE reports a program's mean and deviation over these.
+    runs: dict[C, list[float]]
 
 
 def race(field: Field[C, U], measure: Callable[[C, U, int], float], stopping: Stopping) -> Result[C]:
@@ -66,6 +70,7 @@ def race(field: Field[C, U], measure: Callable[[C, U, int], float], stopping: St
     looks = stopping.looks()
     shared = [field.base, *field.companions]
     times: dict[C, list[float]] = {contender: [] for contender in [*shared, *field.contenders]}
+    runs: dict[C, list[float]] = {contender: [] for contender in times}
     running = list(dict.fromkeys(field.contenders))
     stops: dict[C, str] = {}
     withdrawn: dict[C, object] = {}
@@ -74,19 +79,20 @@ def race(field: Field[C, U], measure: Callable[[C, U, int], float], stopping: St
         everyone = [*shared, *running]
         shift = trial % len(everyone)
         order = [*everyone[shift:], *everyone[:shift]]
-        sums = dict.fromkeys(everyone, 0.0)
+        singles: dict[C, list[float]] = {contender: [] for contender in everyone}
         for unit in field.units:
             for contender in order:
                 if contender in withdrawn or (contender in field.companions and trial < stopping.ignore):
                     continue
                 try:
-                    sums[contender] += measure(contender, unit, trial)
+                    singles[contender].append(measure(contender, unit, trial))
                 except Withdrawn as exc:
                     withdrawn[contender] = exc.detail
-        trial += 1
-        for contender, total in sums.items():
+        for contender, each in singles.items():
             if contender not in withdrawn:
-                times[contender].append(total)
+                times[contender].append(sum(each, 0.0))
+                runs[contender] += each if trial >= stopping.ignore else []
+        trial += 1
         for contender in list(running):
             if contender in withdrawn:
                 running.remove(contender)
@@ -103,4 +109,4 @@ def race(field: Field[C, U], measure: Callable[[C, U, int], float], stopping: St
         run = len(times[contender])
         kept = {each: times[each][stopping.ignore : run] for each in [*shared, contender]}
         trials[contender] = Trials(kept, stops.get(contender, final), run, stopping.cap, looks)
-    return Result(trials, withdrawn)
+    return Result(trials, withdrawn, {contender: runs[contender] for contender in runs if contender not in withdrawn})

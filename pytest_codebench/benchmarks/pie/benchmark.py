@@ -21,6 +21,7 @@ import functools
 import hashlib
 import json
 import shlex
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
 
@@ -29,7 +30,7 @@ from pytest_codebench.cases import Case, Dataset
 from pytest_codebench.context import RunContext
 from pytest_codebench.errors import DatasetError
 from pytest_codebench.grading import Grading
-from pytest_codebench.options import ADAPTIVE_TRIALS, DATASET, OUTPUT_LIMIT, SOLUTIONS, K
+from pytest_codebench.options import ADAPTIVE_TRIALS, CACHE_DIR, DATASET, OUTPUT_LIMIT, SOLUTIONS, K
 from pytest_codebench.reports.comparison import Row
 from pytest_codebench.reports.reporting import ItemResult, Summary
 from pytest_codebench.runners import Runner, RunResult
@@ -53,9 +54,11 @@ from .config import (
     located,
     read_config,
 )
+from .interpreter import PROBES, Interpreter, programs_python, startup_ms
 from .load import Loader, PieRow
 from .measure import UNMEASURED, instruction_counter
-from .report import OPTIMIZED, best_at_k_columns, summarize, write_report
+from .report import OPTIMIZED, best_at_k_columns, summarize
+from .report_file import write_report
 from .row import CandidateFailure, Measuring, RowOutcome, candidate_failure, digest, grade_row
 from .row_signal import row_signal
 from .rules import speed_verdict, suspicion
@@ -78,6 +81,7 @@ class Pie(Benchmark):
     def __init__(self, context: RunContext) -> None:
         super().__init__(context)
         self._counter: str | None = None  # perf or callgrind, found on the first item counted
+        self._interpreter: Interpreter | None = None
 
     # -- configuration and loading ------------------------------------------------------------
 
@@ -150,12 +154,37 @@ class Pie(Benchmark):
             target.write_text(program.code)
         return None
 
+    # -- the interpreter ----------------------------------------------------------------------------
+
+    def interpreter(self, runner: Runner) -> Interpreter:
+        """What runs the Python programs (``interpreter``), found once per process."""
+        if self._interpreter is None:
+            self._interpreter = programs_python(runner, self.settings[PYTHON], self.settings[CACHE_DIR])
+        return self._interpreter
+
+    def header_lines(self, runner_class: type[Runner], runner: Callable[[], Runner]) -> list[str]:
+        """The Python programs' interpreter and its start-up, timed where the programs run
+        (under a container runner, in each row's trials only: the header starts no container)."""
+        if not runner_class.host_programs:
+            python = self.settings[PYTHON] or runner_class.python
+            return [f"codebench: PIE's Python programs run with {python} in the container; start-up timed in each row"]
+        made = runner()
+        interpreter = self.interpreter(made)
+        ms = startup_ms(made, interpreter, self.context.run_dir / "probe" / "python")
+        took = f"{ms:.1f} ms a start (median of {PROBES}, where the programs run)" if ms is not None else "not measured"
+        return [
+            f"codebench: PIE's Python programs run with {interpreter.python} ({interpreter.what}); start-up {took}, "
+            "counted in every time as PIE counts it"
+        ]
+
     # -- grading ----------------------------------------------------------------------------------
 
     def grade(self, grading: Grading) -> Verdict:
         row = PieRow.from_json(grading.case.record)
+        interpreter = self.interpreter(grading.runner)
         launch = Launch(
-            python=self.settings[PYTHON] or grading.runner.python,
+            python=interpreter.python,
+            folders=interpreter.folders,
             memory_mib=self.settings[PIE_MEMORY],
             core=pinned_core(grading.runner, self.config.cpu_number),
             max_time=self.config.max_time_per_run,
@@ -177,6 +206,8 @@ class Pie(Benchmark):
         grading.figures["candidate_acc"] = found["accuracy"]
         failure = found["failure"]
         if failure is not None:
+            # PIE's figures of a wrong output (its time, where it ran on every test case).
+            grading.figures.update(cast("dict[str, float | str]", found["figures"]))
             logged = RunResult(**failure["log"])
             grading.log(failure["phase"], logged)
             # A wrong output's reason quotes its first mismatching line: the output itself (40 lines
@@ -268,7 +299,7 @@ class Pie(Benchmark):
         config = {key: value for key, value in dataclasses.asdict(self.config).items() if key not in OUTPUT_KEYS}
         probe = self.context.run_dir / "probe"
         version = self.context.once("pie-cxx", lambda: compiler_version(runner, self.settings[CXX], probe))
-        return {"config": config, "cxx": version}
+        return {"config": config, "cxx": version, "python": self.interpreter(runner).python}
 
     @property
     def timed(self) -> bool:
@@ -287,8 +318,10 @@ class Pie(Benchmark):
         return best_at_k_columns(summary.metrics, self.settings[MIN_SPEEDUP], self.settings[K])
 
     def finish(self, results: list[ItemResult]) -> None:
-        """PIE's report (output_report_file_path): one JSONL row per generation row, with all
-        its columns plus {tag}_time_mean, {tag}_time_std, {tag}_acc, in ms throughout."""
+        """PIE's report (output_report_file_path): one JSONL row per generation row, PIE's
+        columns in PIE's meaning and ours beside them (``report_file``). Written where PIE writes
+        it, relative to where pytest runs; with ``--codebench-solutions``, once per model, the
+        model's name before the path's last suffix (``report.jsonl``: ``report.NAME.jsonl``)."""
         if not self.config.output_report_file_path or not results:
             return
         # xdist's workers leave the dataset they read in the run folder; a run without them
@@ -298,11 +331,15 @@ class Pie(Benchmark):
         path = self.context.config.invocation_params.dir / self.config.output_report_file_path
         column = self.config.model_generated_potentially_faster_code_col
         cases = Dataset.from_json(stored).cases if stored is not None else self.load().cases
-        models = sorted({case.model or "" for case in cases})
-        for model in models:  # one report per model (a generations file each): report.NAME.jsonl
-            target = path.with_name(f"{path.stem}.{model}{path.suffix}") if len(models) > 1 else path
+        references = Loader(self.config, self.config_path, counted=False).references()
+        for model in sorted({case.model or "" for case in cases}):
+            # The one set --codebench-solutions names without a name by hand is named by its file.
+            given = self.solution_sets[0].path if self.settings[SOLUTIONS] else None
+            name = model or (Path(given).name.removesuffix(".jsonl") if given else "")
+            target = path.with_name(f"{path.stem}.{name}{path.suffix}") if name else path
             mine = [result for result in results if (result["model"] or "") == model]
-            write_report(target, [case for case in cases if (case.model or "") == model], mine, column)
+            write_report(target, [case for case in cases if (case.model or "") == model], mine, column, references)
+            self.outputs.append(f"PIE's report{f' of {name}' if name else ''}: {target}")
 
 
 # The eval config's keys that say where outputs go: no verdict depends on them.

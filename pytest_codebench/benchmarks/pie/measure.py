@@ -32,12 +32,15 @@ UNMEASURED = "none (identical)"
 # -- PIE's programs ---------------------------------------------------------------------------
 
 
-def time_figures(trials: Trials[Program | None], slow: Program, program: Program, runs: int) -> Figures:
+def time_figures(
+    trials: Trials[Program | None], slow: Program, program: Program, runs: int, singles: list[float]
+) -> Figures:
     """A program's figures from the trials it ran beside the slow program (and the bare
     interpreter, ``None``, for Python): its speedup over the slow program, PIE's (whole process
     times, start-up included, summed over the tests of a trial, in ms), and net of start-up;
-    each program's times; ``runs``: the test cases of a trial. Named as a candidate's,
-    whatever ``program`` is."""
+    PIE's mean and deviation of its ``singles`` (:func:`pie_times`); each program's median
+    trial (``{tag}_trial_ms``: the sum over the test cases, our own figure); ``runs``: the test
+    cases of a trial. Named as a candidate's, whatever ``program`` is."""
     totals = {"input": trials.totals[slow], "candidate": trials.totals[program]}
     startup = trials.totals.get(None)
     floor = noise_floor(startup, runs) if startup else 0.0
@@ -48,12 +51,26 @@ def time_figures(trials: Trials[Program | None], slow: Program, program: Program
     }
     if startup:
         figures["startup_ms"] = round(statistics.median(startup) / runs, 3)  # a run's
-        figures["noise_floor_ms"] = round(floor, 3)  # a trial's, as the times below
+        figures["noise_floor_ms"] = round(floor, 3)  # a trial's
+        # The share of the slow program's time that is start-up (medians: a spike moves neither).
+        figures["startup_share"] = round(statistics.median(startup) / statistics.median(totals["input"]), 3)
     for tag, times in totals.items():
-        figures[f"{tag}_time_median"] = round(statistics.median(times), 3)
-        figures[f"{tag}_time_mean"] = round(statistics.mean(times), 3)
-        figures[f"{tag}_time_std"] = round(statistics.pstdev(times), 3)
-    return figures
+        figures[f"{tag}_trial_ms"] = round(statistics.median(times), 3)
+    return {**figures, **pie_times("candidate", singles)}
+
+
+def pie_times(tag: str, singles: list[float]) -> Figures:
+    """PIE's ``{tag}_time_mean`` and ``{tag}_time_std`` (ms): the mean and the population
+    deviation of a program's single runs (one test case each), over every test case and every
+    kept trial, as PIE's ``run_python_code_on_inputs`` computes them (``np.mean`` and ``np.std``
+    of ``times_millisec``, src/codenet_eval/sandbox.py lines 95, 110 and 120 of madaan/pie-perf).
+    Nothing where there are no runs: PIE's NaN, which its report writes as null."""
+    if not singles:
+        return {}
+    return {
+        f"{tag}_time_mean": round(statistics.fmean(singles), 3),
+        f"{tag}_time_std": round(statistics.pstdev(singles), 3),
+    }
 
 
 def count_instructions(sandbox: Sandbox, programs: list[Program], tests: list[int], counter: str) -> Figures:

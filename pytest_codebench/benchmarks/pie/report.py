@@ -1,33 +1,30 @@
-"""PIE's metrics and PIE's own report, from the results of a run.
+"""PIE's metrics, from the results of a run.
 
 %Correct, %Optimized and the mean speedup with PIE's 2024 rule, as best@k and per problem, and
-the trials that timing ran (how many of the caps, why they stopped); and the JSONL report of
-PIE's sandbox: one row per generation row with all its columns plus ``{tag}_time_mean``,
-``{tag}_time_std`` and ``{tag}_acc``.
+the trials that timing ran (how many of the caps, why they stopped). PIE's own report file is
+:mod:`.report_file`'s.
 """
 
 from __future__ import annotations
 
-import json
 import statistics
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any, TypedDict
 
-from pytest_codebench.cases import Case
-from pytest_codebench.once import write_atomically
 from pytest_codebench.reports.reporting import ItemResult, Summary, examples, outcome_of, scored
 from pytest_codebench.stats.bootstrap import item_mean_interval
 from pytest_codebench.verdict import Outcome, Status
 
 from ..speedup import describe_trials, trial_metrics
-from .load import PieRow
 from .measure import UNMEASURED
 from .row_signal import signal_line, signal_metrics
 
 # PIE's bar for %Optimized.
 OPTIMIZED = 1.10
+# A row whose slow program spends at least this share of its time starting the interpreter is
+# said to: PIE's speedup there (start-up counted) can be little more than 1 / this share.
+STARTUP_SHARE = 0.5
 # A candidate with one of these outcomes gave the right output on every test case.
 CORRECT = (Outcome.PASSED, Outcome.NOT_FASTER)
 
@@ -132,7 +129,7 @@ def summarize(results: list[ItemResult], bar: float, ks: list[int], max_speedup:
     if suspects:
         how = "counted as 1.0x (--codebench-accept-suspect counts them)" if max_speedup else "counted"
         lines.append(f"suspect speedups: {len(suspects)}, above --codebench-max-speedup, {how}: {examples(suspects)}")
-    lines += _measurement_lines(figures) + describe_trials(figures)
+    lines += _measurement_lines(figures) + startup_lines(results) + describe_trials(figures)
     signal = signal_metrics([(result["task_id"], result["figures"]) for result in results])
     if signal is not None:
         lines.append(signal_line(signal))
@@ -225,40 +222,21 @@ def _measurement_lines(figures: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
-def write_report(path: Path, cases: list[Case], results: list[ItemResult], column: str) -> None:
-    """PIE's report at ``path``: a row per generation row (its first case in ``cases``)."""
-    by_row: dict[str, dict[int, ItemResult]] = defaultdict(dict)
+def startup_lines(results: Sequence[ItemResult]) -> list[str]:
+    """A warning naming the rows whose slow program is mostly the interpreter's start-up
+    (``startup_share``): there PIE's speedup, which counts start-up, is bounded by what a
+    program doing nothing would reach."""
+    shares: dict[str, float] = {}
     for result in results:
-        by_row[result["task_id"]][result["sample"]] = result
-    lines = []
-    for case in cases:
-        if case.sample != 0 or case.error is not None:
-            continue
-        row = dict(PieRow.from_json(case.record).row)
-        done = [(sample, result["figures"]) for sample, result in sorted(by_row.get(case.task_id, {}).items())]
-        # The slow program is timed beside every candidate that ran; the reference once a row.
-        first = next((figures for _, figures in done if "input_time_mean" in figures), {})
-        for tag in ("input", "reference"):
-            row.update(_columns(tag, first, tag))
-        signalled = next((figures for _, figures in done if "row_signal" in figures), {})
-        row["reference_acc"] = signalled.get("reference_acc", row["reference_acc"])
-        for name in ("reference_speedup", "reference_ci_low", "reference_ci_high", "row_signal", "row_signal_holds"):
-            row[name] = signalled.get(name)
-        best: Mapping[str, Any] = {}
-        for sample, figures in done:
-            row.update(_columns(f"{column}_{sample}", figures, "candidate"))
-            correct = figures.get("candidate_acc") == 1.0 and "candidate_time_mean" in figures
-            if correct and (not best or float(figures["candidate_time_mean"]) < float(best["candidate_time_mean"])):
-                best = figures
-        row.update(_columns(column, best, "candidate"))
-        lines.append(json.dumps(row))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomically(path, "".join(line + "\n" for line in lines))
-
-
-def _columns(tag: str, figures: Mapping[str, Any], source: str) -> dict[str, Any]:
-    return {
-        f"{tag}_time_mean": figures.get(f"{source}_time_mean"),
-        f"{tag}_time_std": figures.get(f"{source}_time_std"),
-        f"{tag}_acc": figures.get(f"{source}_acc", 0.0 if figures else None),
-    }
+        share = result["figures"].get("startup_share")
+        if share:
+            shares.setdefault(result["task_id"], float(share))
+    mostly = {row: share for row, share in sorted(shares.items()) if share >= STARTUP_SHARE}
+    if not mostly:
+        return []
+    shown = [f"{row} ({share:.0%}, at most {1 / share:.2f}x)" for row, share in mostly.items()]
+    return [
+        f"start-up warning: the interpreter's start-up is at least {STARTUP_SHARE:.0%} of the slow program's time on "
+        f"{len(mostly)} of {len(shares)} timed rows, where PIE's speedup (start-up counted) is at most what a program "
+        f"doing nothing would reach: {examples(shown)}; net_speedup leaves start-up out"
+    ]

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import statistics
 from collections.abc import Callable
 from typing import TypedDict, cast
 
@@ -35,7 +36,7 @@ from pytest_codebench.verdict import Outcome
 
 from ..race import Field, Withdrawn, race
 from ..speedup import Figures, Stopping
-from .measure import UNMEASURED, count_instructions, time_figures
+from .measure import UNMEASURED, count_instructions, pie_times, time_figures
 from .no_edit import python_form
 from .rules import Failure, ProgramRun
 from .sandbox import CandidateFailed, Program, Sandbox
@@ -64,7 +65,8 @@ class CandidateOutcome(TypedDict):
     """What the row's grading found of one candidate text."""
 
     failure: CandidateFailure | None
-    #: PIE's accuracy: the share of test cases passed (0 for a timeout or a crash).
+    #: PIE's accuracy: the mean share of expected lines matched over the test cases (0 for a
+    #: timeout or a crash, and for a wrong output in a measuring run after its check).
     accuracy: float
     #: Why it was not timed though correct (it made no edit); None where it was timed.
     no_edit: str | None
@@ -72,8 +74,9 @@ class CandidateOutcome(TypedDict):
 
 
 class RowOutcome(TypedDict):
-    """The row's own figures (``input_acc``, ``reference_acc``, the target's ``reference_*``
-    speedup) and each candidate's outcome, by :func:`digest` of its text."""
+    """The row's own figures (``input_acc`` and PIE's ``input_time_mean``/``_std`` of the slow
+    program over every kept trial, ``reference_acc``, the target's ``reference_*`` figures) and
+    each candidate's outcome, by :func:`digest` of its text."""
 
     figures: Figures
     candidates: dict[str, CandidateOutcome]
@@ -96,7 +99,7 @@ REFERENCE = {
         name: f"reference_{name}"
         for name in ("speedup", "ci_low", "ci_high", "net_speedup", "net_ci_low", "net_ci_high")
     },
-    **{f"candidate_{name}": f"reference_{name}" for name in ("time_median", "time_mean", "time_std", "instructions")},
+    **{f"candidate_{name}": f"reference_{name}" for name in ("trial_ms", "time_mean", "time_std", "instructions")},
 }
 CANDIDATE = {reference: name for name, reference in REFERENCE.items()}
 
@@ -158,8 +161,10 @@ def grade_row(sandbox: Sandbox, programs: list[Program], tests: list[int], how: 
             timed.append(program)
         else:
             alias[program] = same
+    row: Figures = {"input_acc": 1.0}
     if how.counter is None:
-        measured = _timed(sandbox, slow, timed, tests, how.stopping)
+        measured, slow_runs = _timed(sandbox, slow, timed, tests, how.stopping)
+        row.update(pie_times("input", slow_runs))
     else:
         measured = _counted(sandbox, slow, timed, tests, how.counter)
     for program, same in alias.items():
@@ -167,7 +172,6 @@ def grade_row(sandbox: Sandbox, programs: list[Program], tests: list[int], how: 
         # A candidate's code might: a text of its form is checked on its own.
         checked = _checked(sandbox, program, tests) if same.tag == "candidate" else None
         outcomes[digest(program.code)] = checked or _as(same, slow, measured)
-    row: Figures = {"input_acc": 1.0}
     if target is not None:
         found = measured[digest(target.code)]
         row["reference_acc"] = found["accuracy"]
@@ -203,48 +207,72 @@ def _not_timed(why: str, accuracy: float) -> CandidateOutcome:
 
 def _checked(sandbox: Sandbox, program: Program, tests: list[int]) -> CandidateOutcome | None:
     """``program`` run once on every test case: its failure on the first that fails, else None."""
+    passed: list[float] = []
     for position, test in enumerate(tests):
         run, failure = sandbox.check(program, test)
         if failure is not None:
-            return _failed(failure, run, test, position)
+            return _check_failed(sandbox, program, tests, passed, (failure, run, position))
+        passed.append(run.result.seconds * 1000)
     return None
+
+
+def _check_failed(
+    sandbox: Sandbox, program: Program, tests: list[int], passed: list[float], found: tuple[Failure, ProgramRun, int]
+) -> CandidateOutcome:
+    """A candidate's failure in its check, ``found`` on the test case at a position of
+    ``tests``, after runs that ``passed`` (their times, ms), with PIE's figures. PIE runs every
+    program on every test case: a wrong output is checked on, once on each later test case, its
+    accuracy the mean share of expected lines matched, its times the mean and deviation of those
+    runs. A timeout or a crash, there or first, has PIE's figures of a failed run: no time,
+    accuracy 0 (PIE's NaN, NaN, 0; PIE never reads an exit code, but here a crash fails
+    whatever it printed, and never counts as correct in PIE's report)."""
+    failure, run, position = found
+    outcome = _failed(failure, run, tests[position])
+    if failure.outcome is not Outcome.WRONG_OUTPUT:
+        return outcome
+    shares, times = [1.0] * position + [failure.accuracy], [*passed, run.result.seconds * 1000]
+    for test in tests[position + 1 :]:
+        later, wrong = sandbox.check(program, test)
+        if wrong is not None and wrong.outcome is not Outcome.WRONG_OUTPUT:
+            return outcome
+        shares.append(1.0 if wrong is None else wrong.accuracy)
+        times.append(later.result.seconds * 1000)
+    return {**outcome, "accuracy": statistics.fmean(shares), "figures": pie_times("candidate", times)}
 
 
 def _slow_failed(sandbox: Sandbox, test: int, failure: Failure) -> DatasetError:
     return DatasetError(sandbox.tests, f"the slow program itself fails: test case {test}: {failure.reason}")
 
 
-def _failed(failure: Failure, run: ProgramRun, test: int, position: int, measuring: bool = False) -> CandidateOutcome:
-    """A candidate's failure on ``test`` (the ``position``-th test case of its check), with
-    PIE's accuracy: the tests passed before it, and the failing one's share where its output
-    was wrong (0 for a timeout or a crash, and after a measuring run)."""
+def _failed(failure: Failure, run: ProgramRun, test: int, measuring: bool = False) -> CandidateOutcome:
+    """A candidate's failure on ``test`` (in its check, or a ``measuring`` run), without
+    PIE's figures (accuracy 0, no time): :func:`_check_failed` adds a wrong output's."""
     where = f"test case {test}, in a measuring run after passing its check" if measuring else f"test case {test}"
-    if measuring or failure.outcome is not Outcome.WRONG_OUTPUT:
-        accuracy = 0.0
-    else:
-        accuracy = (position + failure.accuracy) / (position + 1)
     failed = candidate_failure(failure.outcome, f"{where}: {failure.reason}", "candidate", run.for_log())
-    return {"failure": failed, "accuracy": accuracy, "no_edit": None, "figures": {}}
+    return {"failure": failed, "accuracy": 0.0, "no_edit": None, "figures": {}}
 
 
 def _timed(
     sandbox: Sandbox, slow: Program, timed: list[Program], tests: list[int], stopping: Stopping
-) -> dict[str, CandidateOutcome]:
-    """Every program in ``timed`` raced against the slow program; the first trial checks."""
+) -> tuple[dict[str, CandidateOutcome], list[float]]:
+    """Every program in ``timed`` raced against the slow program; the first trial checks. Each
+    one's outcome, and the slow program's single runs (ms) over every kept trial."""
     startup = [None] if slow.language == "python" else []
+    passed: dict[Program, list[float]] = {program: [] for program in timed}  # check runs, ms
 
     def measure(program: Program | None, test: int, trial: int) -> float:
         if trial > 0 or program is None:
             try:
                 return sandbox.measured(program, test).result.seconds * 1000
             except CandidateFailed as exc:
-                raise Withdrawn(_failed(exc.failure, exc.run, exc.test, 0, measuring=True)) from None
+                raise Withdrawn(_failed(exc.failure, exc.run, exc.test, measuring=True)) from None
         run, failure = sandbox.check(program, test)
         if failure is None:
+            passed.setdefault(program, []).append(run.result.seconds * 1000)
             return run.result.seconds * 1000
         if program is slow:
             raise _slow_failed(sandbox, test, failure)
-        raise Withdrawn(_failed(failure, run, test, tests.index(test)))
+        raise Withdrawn(_check_failed(sandbox, program, tests, passed[program], (failure, run, tests.index(test))))
 
     result = race(Field(slow, timed, startup, tests), measure, stopping)
     outcomes: dict[str, CandidateOutcome] = {}
@@ -253,9 +281,9 @@ def _timed(
         if trials is None:  # withdrawn, with its outcome (``measure``)
             outcomes[digest(program.code)] = cast("CandidateOutcome", result.withdrawn[program])
             continue
-        figures = time_figures(trials, slow, program, len(tests))
+        figures = time_figures(trials, slow, program, len(tests), result.runs[program])
         outcomes[digest(program.code)] = {"failure": None, "accuracy": 1.0, "no_edit": None, "figures": figures}
-    return outcomes
+    return outcomes, result.runs[slow]
 
 
 def _counted(
@@ -277,7 +305,7 @@ def _counted(
         try:
             figures = count_instructions(sandbox, [slow, program], tests, counter)
         except CandidateFailed as exc:
-            outcomes[key] = _failed(exc.failure, exc.run, exc.test, 0, measuring=True)
+            outcomes[key] = _failed(exc.failure, exc.run, exc.test, measuring=True)
             continue
         if program.tag == "reference":
             figures = {CANDIDATE.get(name, name): value for name, value in figures.items()}

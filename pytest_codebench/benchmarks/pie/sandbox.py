@@ -95,6 +95,7 @@ class Launch:
     core: int | None  # taskset's core; None where taskset is missing
     max_time: float
     output_limit: int  # the runner's output cap, in bytes
+    folders: tuple[str, ...] = ()  # host folders the interpreter needs shown (read-only)
 
 
 def pinned_core(runner: Runner, cpu_number: int) -> int | None:
@@ -134,6 +135,11 @@ class Sandbox:
         self.root = cleanup.held_tempdir("pie")
         self.runnable: dict[Program, Runnable] = {}  # the source, or the binary compiled
 
+    @property
+    def shown(self) -> dict[Path, bool]:
+        """The host folders the interpreter needs, read-only (a clean one in the cache folder)."""
+        return {Path(folder): False for folder in self.launch.folders}
+
     def __enter__(self) -> Sandbox:
         return self
 
@@ -161,7 +167,7 @@ class Sandbox:
         """Whether the programs' interpreter compiles ``program``'s file (compiled, never run)."""
         with self.folder([self.runnable[program]]) as folder:
             command = f"{self.launch.python} -c {shlex.quote(COMPILE)} {program.name}"
-            return self.runner.run(command, cwd=folder, timeout=self.launch.max_time, env=ENV).ok
+            return self.runner.run(command, cwd=folder, timeout=self.launch.max_time, env=ENV, shared=self.shown).ok
 
     @contextlib.contextmanager
     def folder(self, files: list[Runnable]) -> Iterator[Path]:
@@ -180,7 +186,7 @@ class Sandbox:
     def probe(self, command: str) -> RunResult:
         """A command of the harness's own (what the machine can do), in an empty folder."""
         with self.folder([]) as folder:
-            return self.runner.run(command, cwd=folder, timeout=30)
+            return self.runner.run(command, cwd=folder, timeout=30, shared=self.shown)
 
     def expected(self, test: int) -> str:
         return (self.tests / f"output.{test}.txt").read_text(errors="replace")
@@ -216,7 +222,7 @@ class Sandbox:
         files = [self.runnable[program]] if program is not None else []
         with self.folder(files) as folder:
             command = self.command(program, counter, limit)
-            result = self.runner.run(command, cwd=folder, timeout=timeout, env=ENV, stdin=stdin)
+            result = self.runner.run(command, cwd=folder, timeout=timeout, env=ENV, stdin=stdin, shared=self.shown)
             stdout = read(folder / STDOUT, limit + 1)
             stderr = read(folder / STDERR, MAX_STDERR) if counter else b""
         counted = None
