@@ -16,7 +16,7 @@ from pytest_codebench.reports.reporting import ItemResult, Summary, examples, ou
 from pytest_codebench.stats.bootstrap import item_mean_interval
 from pytest_codebench.verdict import Outcome, Status
 
-from ..speedup import describe_trials, trial_metrics
+from ..speedup import describe_run_trials, trial_metrics
 from .measure import UNMEASURED
 from .row_signal import signal_line, signal_metrics
 
@@ -129,7 +129,7 @@ def summarize(results: list[ItemResult], bar: float, ks: list[int], max_speedup:
     if suspects:
         how = "counted as 1.0x (--codebench-accept-suspect counts them)" if max_speedup else "counted"
         lines.append(f"suspect speedups: {len(suspects)}, above --codebench-max-speedup, {how}: {examples(suspects)}")
-    lines += _measurement_lines(figures) + startup_lines(results) + describe_trials(figures)
+    lines += _measurement_lines(figures) + startup_lines(results) + describe_run_trials(results)
     signal = signal_metrics([(result["task_id"], result["figures"]) for result in results])
     if signal is not None:
         lines.append(signal_line(signal))
