@@ -159,7 +159,7 @@ def test_the_interval_in_the_terminal_json_markdown_and_junit(
     assert report["score"] == 62.5  # the old keys stay as they were
     assert report["intervals"] == {"pass@1": [low, high], "score": [low, high]}
     assert report["metrics"]["intervals"] == {"1": [low / 100, high / 100]}
-    assert f"| all | 62.50% {shown} |" in (pytester.path / "report.md").read_text()
+    assert f"| s | 62.50% {shown} |" in (pytester.path / "report.md").read_text()  # the model, named by its file
     properties = junit_suite(pytester.path / "junit.xml")
     assert properties["pass@1"] == "62.50"
     assert (properties["pass@1_low"], properties["pass@1_high"]) == (f"{low:.2f}", f"{high:.2f}")

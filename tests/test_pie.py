@@ -457,7 +457,9 @@ def test_the_speedup_counts_interpreter_startup_as_pie_does(pytester: pytest.Pyt
     (item,) = json.loads(report.read_text())["items"]
     fast = item["figures"]
     assert item["outcome"] == "passed"
-    assert 1.0 < fast["ci_low"] <= fast["speedup"] <= fast["ci_high"] < 20
+    # Whole-process times: a few x, tens at most (27.5x seen in CI with the clean interpreter's
+    # faster start-up, under load), never the hundreds a ratio of net times gives.
+    assert 1.0 < fast["ci_low"] <= fast["speedup"] <= fast["ci_high"] < 100
     assert fast["startup_ms"] > 0 and fast["noise_floor_ms"] > 0
     # FAST's net time sits at the noise floor, so which side of it a run lands on is the
     # machine's noise (CI once saw the reference's at 13x): the rule itself is tested on
