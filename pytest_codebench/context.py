@@ -88,6 +88,10 @@ class RunContext:
             path.write_text(token)
         return {RUN_DIR_KEY: str(self.run_dir), RUN_TOKEN_KEY: token}
 
+    def log_folder(self, item_id: str) -> Path:
+        """Where the item ``item_id``'s logs go in this run (not made here)."""
+        return self.run_dir / "logs" / slug(item_id)
+
     def once(self, key: str, compute: Callable[[], Any]) -> Any:
         return once(self.run_dir / "once", key, compute)
 

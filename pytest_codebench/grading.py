@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, cast
 import pytest
 
 from .cases import Case
-from .context import RunContext, slug
+from .context import RunContext
 from .first_error import first_error_line
 from .options import CACHE_DIR
 from .runners import Runner, RunResult
@@ -98,7 +98,7 @@ class Grading:
     @functools.cached_property
     def _log_folder(self) -> Path:
         """The item's folder of logs, made at its first log."""
-        directory = self.context.run_dir / "logs" / slug(self.case.id)
+        directory = self.context.log_folder(self.case.id)
         directory.mkdir(parents=True, exist_ok=True)
         return directory
 

@@ -17,7 +17,7 @@ from .grading import EXPOSURE_KEY, VERDICT_KEY, Exposure
 from .items import DATASET_ITEMS, CodebenchItem, DatasetFile, chosen_by, dataset_nodeid, place_skip
 from .options import ALLOW_ERRORS, FAIL_UNDER, HTML, KEEP_LOGS, MARKDOWN, REPORT, RUNNER, SHARD, Settings
 from .reports import markdown
-from .reports.comparison import ModelSummary, model_summaries, table, text_table
+from .reports.comparison import ModelSummary, model_summaries, shown, table, text_table
 from .reports.gate import CANNOT_JUDGE, Gate, gate_lines
 from .reports.harness import harness_version
 from .reports.html import write_html
@@ -231,9 +231,8 @@ class CodebenchSession:
             first = next((result for result in self.results if result["dataset_sha256"]), self.results[0])
             dataset = markdown.dataset_label(str(self.dataset_path), first["dataset_sha256"], first["dataset_release"])
             whole = ModelSummary(self.summary, counts(self.results))
-            name = run["model"]  # one set's model keeps its file's name, as in a sweep
-            shown = self.models or ({name: whole} if name else {})
-            text = markdown.report(self.benchmark, dataset, whole, shown, self.scope.lines())
+            named = shown(self.models, whole, run["model"])
+            text = markdown.report(self.benchmark, dataset, whole, named, self.scope.lines())
             markdown.publish(Path(markdown_path), text + comparison_markdown(self.comparisons))
         gate = self.fail_under()
         # Only a run that graded decides by score: interruptions and usage errors stand.

@@ -99,6 +99,12 @@ def row(name: str, model: ModelSummary, columns: Row) -> Row:
     }
 
 
+def shown(models: Mapping[str, ModelSummary], whole: ModelSummary, name: str | None) -> Mapping[str, ModelSummary]:
+    """The models a report's table shows: a sweep's; else the run's one set under the name its
+    file gives it (``name``), as a sweep names each set; else none (:func:`table`'s ``all`` row)."""
+    return models or ({name: whole} if name else {})
+
+
 def table(columns: Callable[[Summary], Row], whole: ModelSummary, models: Mapping[str, ModelSummary]) -> list[Row]:
     """One row per model, by :func:`row` with the benchmark's ``columns``; a run of one unnamed
     set (no models) has one row, ``all``: the whole run's."""

@@ -28,7 +28,7 @@ from ..once import LOCK_DIR, write_atomically
 from ..options import CORE_OPTIONS, HTML, MARKDOWN, REPORT, SHARD, K, Option, Settings
 from ..runners import runner_classes
 from . import compare_reports, markdown
-from .comparison import ModelSummary, model_summaries, table, text_table
+from .comparison import ModelSummary, model_summaries, shown, table, text_table
 from .html import cli as html_cli
 from .html import write_html
 from .junit_merge import JUnitMergeError, merge_junit
@@ -203,8 +203,7 @@ def merge(
     whole = ModelSummary(summary, counts(results))
     if markdown_path is not None:
         dataset = markdown.dataset_label(run["dataset_path"], data["dataset"]["sha256"], data["dataset"]["release"])
-        name = run["model"]
-        text = markdown.report(benchmark, dataset, whole, models or ({name: whole} if name else {}), scope.lines())
+        text = markdown.report(benchmark, dataset, whole, shown(models, whole, run["model"]), scope.lines())
         markdown.publish(markdown_path, text + comparison_markdown(data["comparisons"]))
     lines = [*scope.lines(), *summary.lines, whole.outcome_line()]
     if models:

@@ -25,7 +25,6 @@ from filelock import FileLock, Timeout
 
 from ..benchmark import Benchmark
 from ..cases import Case
-from ..context import slug
 from ..once import write_atomically
 from ..options import CACHE_DIR, CORE_OPTIONS, STORE, Option
 from ..reports.harness import verdict_code
@@ -204,7 +203,7 @@ class Reuse:
             hit = self._lookup(store, key) or self._lookup(store, machine_key(key, self.machine))
             if hit is not None and (hit.run != self.run or hit.item != case.id) and self._holds(case, hit, runner):
                 if hit.run != self.run:
-                    logs = self.benchmark.context.run_dir / "logs" / slug(case.id)
+                    logs = self.benchmark.context.log_folder(case.id)
                     return bring_logs(hit.verdict, logs, hit.run), Origin(cached=True, run=hit.run)
                 return hit.verdict, Origin(same_as=hit.item, run=hit.run)
         if shared is None:

@@ -22,7 +22,6 @@ Three rules keep a remembered outcome true:
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -34,7 +33,7 @@ from pytest_codebench.cases import Case
 from pytest_codebench.once import write_atomically
 from pytest_codebench.options import Option
 from pytest_codebench.runners import Runner
-from pytest_codebench.sweeps.verdict_keys import RunIdentity
+from pytest_codebench.sweeps.verdict_keys import RunIdentity, digest
 from pytest_codebench.verdict import Outcome, Status, Verdict
 
 from . import patched
@@ -71,7 +70,7 @@ def reference_key(record: Mapping[str, Any], identity: str) -> str:
     the verdict store's :class:`~pytest_codebench.sweeps.verdict_keys.RunIdentity` for the
     runner that runs it."""
     named = {"format": FORMAT, "problem": record, "run": identity}
-    return hashlib.sha256(json.dumps(named, sort_keys=True, default=str).encode()).hexdigest()[:40]
+    return digest(named)[:40]
 
 
 def decision(reference: Verdict) -> str:
