@@ -20,8 +20,8 @@ import pytest
 from .benchmark import Benchmark
 from .cases import Case, Dataset
 from .errors import DatasetError, HarnessError
-from .options import SHARD
-from .sweeps.shards import shard_of
+from .sweeps.element import RunPart, check_plan, solution_digests
+from .sweeps.plan import MadeFor
 from .verdict import Status, Verdict
 
 # Stripped from a dataset's file name for its node id: they say how it is stored, not which it is.
@@ -60,7 +60,7 @@ def dataset_args(args: Sequence[str], nodeid: str, path: Path) -> list[str]:
     return resolved
 
 
-def chosen_by(config: pytest.Config, shard: tuple[int, int] | None, dataset_path: Path) -> list[str]:
+def chosen_by(config: pytest.Config, part: RunPart | None, dataset_path: Path) -> list[str]:
     """What of pytest's and the plugin's options can have chosen fewer items than the dataset
     gives, as the user gave them: named in the run's scope (reports.scope) where it did."""
     option = config.option
@@ -71,7 +71,7 @@ def chosen_by(config: pytest.Config, shard: tuple[int, int] | None, dataset_path
     found += ["--deselect"] if getattr(option, "deselect", None) else []
     given = [arg for arg in config.args if "::" in arg and arg.startswith(str(dataset_path))]
     found += [f"{len(given)} node id(s) given"] if given else []
-    return found + ([f"--codebench-shard {shard[0]}/{shard[1]}"] if shard else [])
+    return found + ([part.said] if part else [])
 
 
 def _judge(codebench_verdict: Verdict) -> None:
@@ -88,25 +88,28 @@ def _judge(codebench_verdict: Verdict) -> None:
 class DatasetFile(pytest.File):
     """The benchmark's dataset file; its children are the cases it holds."""
 
-    def __init__(self, *, benchmark: Benchmark, **kwargs: Any) -> None:
+    def __init__(self, *, benchmark: Benchmark, part: RunPart | None, **kwargs: Any) -> None:
         kwargs.setdefault("nodeid", dataset_nodeid(benchmark.name, kwargs["path"]))
         super().__init__(**kwargs)
         self.benchmark = benchmark
+        self.part = part
         self.add_marker(pytest.mark.codebench(benchmark.name))
         self._groups: dict[str, pytest.MarkDecorator | None] = {}
 
     def collect(self) -> Iterator[CodebenchItem]:
+        part = self.part
         try:
             self.dataset = self._load()
+            if part is not None:
+                check_plan(part, self.made_for(), {case.task_id or case.id for case in self.dataset.cases})
         except (DatasetError, HarnessError) as exc:
             # Bad data is the user's to fix: the message says where, a traceback would only distract.
             raise self.CollectError(str(exc)) from exc
         shared = None
-        shard = self.benchmark.settings[SHARD]
         self.benchmark.context.once(DATASET_ITEMS, lambda: len(self.dataset.cases) + self.benchmark.left_out()[1])
         for case in self.dataset.cases:
-            if shard is not None and shard_of(case.task_id or case.id, shard[1]) != shard[0]:
-                continue  # another shard's: never an item here, so never in this run's metrics
+            if part is not None and not part.keeps(case.task_id or case.id):
+                continue  # another part's: never an item here, so never in this run's metrics
             item = CodebenchItem.from_parent(self, name=case.id, callobj=_judge, case=case, fixtureinfo=shared)
             # Every item here has the same function and parent, so the same fixture closure:
             # resolved once, as pytest does for the items of one parametrized function. No public
@@ -116,6 +119,16 @@ class DatasetFile(pytest.File):
             # pytest changes them.
             shared = item._fixtureinfo
             yield item
+
+    def made_for(self) -> MadeFor:
+        """What a plan for this run must have been made for (see :mod:`.sweeps.plan`)."""
+        benchmark = self.benchmark
+        return {
+            "benchmark": benchmark.name,
+            "dataset_sha256": self.dataset.sha256,
+            "solutions": solution_digests(benchmark.solution_sets, benchmark.solution_keywords),
+            "collection": chosen_by(self.config, None, self.path),
+        }
 
     def group_mark(self, group: str) -> pytest.MarkDecorator | None:
         """The mark named by ``group`` (``-m cuda-kernels``, and through it the keyword of

@@ -17,6 +17,7 @@ from typing import Any, Generic, Literal, TypeVar
 import pytest
 
 from .reports.thresholds import Threshold, thresholds
+from .sweeps.plan import parse_part
 from .sweeps.shards import parse_shard
 from .sweeps.solution_sets import SolutionSpec, parse_solutions
 
@@ -265,6 +266,20 @@ SHARD: Option[tuple[int, int] | None] = Option(
     "I/N",
     grading=False,
 )
+PLAN = text_option(
+    "plan",
+    "Grade one part of the plan that codebench plan wrote (a cluster's array job); the part is --codebench-part.",
+    metavar="PLAN.json",
+    grading=False,
+)
+PART: Option[int | str | None] = Option(
+    "part",
+    "The part of --codebench-plan this element grades, from 0; env reads SLURM_ARRAY_TASK_ID or JOB_COMPLETION_INDEX.",
+    None,
+    parse_part,
+    "I|env",
+    grading=False,
+)
 STORE = Option(
     "store",
     "The verdict store (a SQLite file in the cache dir) keeps each verdict by what decides it, so that no run "
@@ -306,6 +321,8 @@ CORE_OPTIONS: tuple[Option[Any], ...] = (
     REPO,
     ADAPTIVE_TRIALS,
     SHARD,
+    PLAN,
+    PART,
     STORE,
 )
 

@@ -15,7 +15,7 @@ from .case_images import ignored_line
 from .context import HOSTS_KEY, PRUNED_KEY, RunContext
 from .grading import EXPOSURE_KEY, VERDICT_KEY, Exposure
 from .items import DATASET_ITEMS, CodebenchItem, DatasetFile, chosen_by, dataset_nodeid, place_skip
-from .options import ALLOW_ERRORS, FAIL_UNDER, HTML, KEEP_LOGS, MARKDOWN, REPORT, RUNNER, SHARD, Settings
+from .options import ALLOW_ERRORS, FAIL_UNDER, HTML, KEEP_LOGS, MARKDOWN, REPORT, RUNNER, Settings
 from .reports import markdown
 from .reports.comparison import ModelSummary, model_summaries, shown, table, text_table
 from .reports.gate import CANNOT_JUDGE, Gate, gate_lines
@@ -40,6 +40,7 @@ from .reports.reporting import (
 )
 from .reports.scope import Scope, scope_of, selection_text
 from .runners import Runner, get_runner_class
+from .sweeps.element import run_part
 from .sweeps.reuse import ORIGIN_KEY, Reuse, reuse_lines, run_identity
 from .sweeps.solution_sets import display_name
 from .verdict import Outcome, Verdict
@@ -58,6 +59,8 @@ class CodebenchSession:
         self.context: RunContext = benchmark.context
         self.settings: Settings = benchmark.settings
         self.dataset_path = dataset_path
+        #: The part of the run's tasks this process grades (a shard, a plan's part), or None.
+        self.part = run_part(self.settings)
         self.results: list[ItemResult] = []
         self.started = time.time()  # the run's start, set again when the session starts
         self.summary: Summary | None = None
@@ -117,13 +120,13 @@ class CodebenchSession:
 
     def pytest_collect_file(self, file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
         if file_path == self.dataset_path:
-            return DatasetFile.from_parent(parent, path=file_path, benchmark=self.benchmark)
+            return DatasetFile.from_parent(parent, path=file_path, benchmark=self.benchmark, part=self.part)
         return None
 
     def pytest_collect_directory(self, path: Path, parent: pytest.Collector) -> pytest.Collector | None:
         """A dataset that is a folder (a tree of problem folders) is collected as one dataset."""
         if path == self.dataset_path:
-            return DatasetFile.from_parent(parent, path=path, benchmark=self.benchmark)
+            return DatasetFile.from_parent(parent, path=path, benchmark=self.benchmark, part=self.part)
         return None
 
     @functools.cached_property
@@ -133,12 +136,11 @@ class CodebenchSession:
 
     def pytest_report_header(self) -> list[str]:
         summary = self.runner_info.get("summary")
-        shard = self.settings[SHARD]
         return [
             f"codebench: {self.benchmark.name} on {self.dataset_path}",
             f"codebench: runner {self.settings[RUNNER]}, run directory {self.context.run_dir}",
             *([f"codebench: {summary}"] if summary else []),
-            *([f"codebench: shard {shard[0]} of {shard[1]} (its metrics cover its own tasks)"] if shard else []),
+            *([f"codebench: {self.part.title} (its metrics cover its own tasks)"] if self.part else []),
             *self._pruned(),
             *([] if self.is_worker else self.benchmark.header_lines(self.runner_class, lambda: self.runner)),
         ]
@@ -245,7 +247,7 @@ class CodebenchSession:
     def _scope(self) -> Scope:
         dataset_items = self.context.stored(DATASET_ITEMS)
         how, _ = self.benchmark.left_out()
-        by = chosen_by(self.config, self.settings[SHARD], self.dataset_path) + ([how] if how else [])
+        by = chosen_by(self.config, self.part, self.dataset_path) + ([how] if how else [])
         return scope_of(self.expected, {result["nodeid"] for result in self.results}, dataset_items, by)
 
     def run_info(self) -> RunInfo:

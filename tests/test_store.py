@@ -156,6 +156,29 @@ def test_a_stored_verdict_reads_back_whole(tmp_path):
     assert store.get("other") is None
 
 
+def test_a_store_of_the_first_layout_gains_the_grading_time_and_keeps_its_verdicts(tmp_path):
+    path = tmp_path / "v.sqlite3"
+    old = sqlite3.connect(path)
+    old.execute(
+        f"CREATE TABLE {TABLE} (key TEXT PRIMARY KEY, verdict TEXT NOT NULL, run TEXT NOT NULL, "
+        "item TEXT NOT NULL, benchmark TEXT NOT NULL, stored_at REAL NOT NULL)"
+    )
+    old.execute(f"INSERT INTO {TABLE} VALUES ('old', ?, 'r0', 'T/0[0]', 'computeeval', 1.0)", (encode_passed(),))
+    old.commit()
+    old.close()
+    assert VerdictStore(path, writable=False).get("old") == Stored(Verdict(Outcome.PASSED), "r0", "T/0[0]")
+    assert VerdictStore(path, writable=False).seconds("computeeval") == {}
+    store = VerdictStore(path)
+    store.put("new", Stored(Verdict(Outcome.PASSED), "r1", "T/1[0]", 2.5), "computeeval")
+    assert store.get("new") == Stored(Verdict(Outcome.PASSED), "r1", "T/1[0]", 2.5)
+    assert store.get("old") == Stored(Verdict(Outcome.PASSED), "r0", "T/0[0]")  # nothing lost
+    assert store.seconds("computeeval") == {"T/1[0]": 2.5} and store.seconds("pie") == {}
+
+
+def encode_passed() -> str:
+    return json.dumps(Verdict(Outcome.PASSED).to_dict(), separators=(",", ":"))
+
+
 def test_modes_read_and_write(tmp_path):
     path = tmp_path / "v.sqlite3"
     read_only = VerdictStore(path, writable=False)

@@ -25,8 +25,9 @@ from ..benchmark import Benchmark, get_benchmark_class
 from ..context import RunContext
 from ..errors import HarnessError
 from ..once import LOCK_DIR, write_atomically
-from ..options import CORE_OPTIONS, HTML, MARKDOWN, REPORT, SHARD, K, Option, Settings
+from ..options import CORE_OPTIONS, HTML, MARKDOWN, PART, REPORT, SHARD, K, Option, Settings
 from ..runners import runner_classes
+from ..sweeps import plan_command
 from . import compare_reports, markdown
 from .comparison import ModelSummary, model_summaries, shown, table, text_table
 from .html import cli as html_cli
@@ -37,7 +38,7 @@ from .reporting import ItemResult, RunInfo, counts, report_json
 from .scope import merged_scope
 
 # Options that differ between the parts of one run by design: each shard's part and outputs.
-PER_PART = (SHARD, REPORT, MARKDOWN, HTML)
+PER_PART = (SHARD, PART, REPORT, MARKDOWN, HTML)
 
 
 class MergeError(Exception):
@@ -268,7 +269,12 @@ def main(argv: Sequence[str] | None = None, prog: str = "codebench") -> int:
     command.add_argument("--allow-subset", action="store_true", help=subset_help)
     compare_reports.add_command(commands)
     html_cli.add_command(commands)
+    plan_command.add_command(commands)
     args = parser.parse_args(argv)
+    if args.command == "plan":
+        status, lines = plan_command.run(args)
+        print("\n".join(lines), file=sys.stderr if status else sys.stdout)
+        return status
     if args.command == "html":
         try:
             print("\n".join(html(args.reports, args.output)))

@@ -15,6 +15,7 @@ import functools
 import inspect
 import json
 import platform
+import time
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -211,8 +212,9 @@ class Reuse:
         return self._once(shared, case, lambda: self._graded(store, key, case, grade))
 
     def _graded(self, store: VerdictStore | None, key: str, case: Case, grade: Callable[[], Verdict]) -> Verdict:
+        started = time.monotonic()
         verdict = grade()
-        self._keep(store, key, Stored(verdict, self.run, case.id))
+        self._keep(store, key, Stored(verdict, self.run, case.id, time.monotonic() - started))
         return verdict
 
     def _once(self, shared: str, case: Case, grade: Callable[[], Verdict]) -> tuple[Verdict, Origin | None]:

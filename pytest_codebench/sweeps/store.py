@@ -33,8 +33,12 @@ SCHEMA = f"""CREATE TABLE IF NOT EXISTS {TABLE} (
     run TEXT NOT NULL,
     item TEXT NOT NULL,
     benchmark TEXT NOT NULL,
-    stored_at REAL NOT NULL
+    stored_at REAL NOT NULL,
+    seconds REAL
 )"""
+# Added to the first layout: how long grading took, for a plan's costs (sweeps.plan). A file
+# made before it gains the column; a plugin that predates it never reads it.
+ADD_SECONDS = f"ALTER TABLE {TABLE} ADD COLUMN seconds REAL"
 
 
 class StoreError(HarnessError):
@@ -50,6 +54,8 @@ class Stored:
     verdict: Verdict
     run: str
     item: str
+    #: How long grading it took (None: not recorded).
+    seconds: float | None = None
 
 
 def encode(verdict: Verdict) -> str:
@@ -103,6 +109,8 @@ class VerdictStore:
             db.execute("PRAGMA journal_mode=WAL").fetchone()
             db.execute("PRAGMA synchronous=NORMAL")
             db.execute(SCHEMA)
+            if "seconds" not in {row[1] for row in db.execute(f"PRAGMA table_info({TABLE})")}:
+                db.execute(ADD_SECONDS)
             # Can this process write at all (no other holds the file locked)? Asked now, not
             # on the first verdict after minutes of grading.
             db.execute("BEGIN IMMEDIATE")
@@ -115,19 +123,37 @@ class VerdictStore:
         """The verdict stored under ``key``, if any (always None where not ``readable``)."""
         if self._db is None or not self.readable:
             return None
-        row = self._db.execute(f"SELECT verdict, run, item FROM {TABLE} WHERE key = ?", (key,)).fetchone()
+        cursor = self._db.execute(f"SELECT * FROM {TABLE} WHERE key = ?", (key,))
+        row = cursor.fetchone()
         if row is None:
             return None
-        return Stored(decode(row[0]), row[1], row[2])
+        # By name: a file of the first layout, read-only, has no seconds column.
+        columns = dict(zip((column[0] for column in cursor.description), row, strict=True))
+        return Stored(decode(columns["verdict"]), columns["run"], columns["item"], columns.get("seconds"))
 
     def put(self, key: str, stored: Stored, benchmark: str) -> None:
         """Keep ``stored`` under ``key`` (one transaction); nothing where not ``writable``."""
         if self._db is None or not self.writable:
             return
         self._db.execute(
-            f"INSERT OR REPLACE INTO {TABLE} (key, verdict, run, item, benchmark, stored_at) VALUES (?, ?, ?, ?, ?, ?)",
-            (key, encode(stored.verdict), stored.run, stored.item, benchmark, time.time()),
+            f"INSERT OR REPLACE INTO {TABLE} (key, verdict, run, item, benchmark, stored_at, seconds) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (key, encode(stored.verdict), stored.run, stored.item, benchmark, time.time(), stored.seconds),
         )
+
+    def seconds(self, benchmark: str) -> dict[str, float]:
+        """How long each of ``benchmark``'s items (``TASK[SAMPLE]``) took to grade when it was
+        last graded, where that was recorded."""
+        if self._db is None:
+            return {}
+        try:
+            rows = self._db.execute(
+                f"SELECT item, seconds FROM {TABLE} WHERE benchmark = ? AND seconds IS NOT NULL ORDER BY stored_at",
+                (benchmark,),
+            ).fetchall()
+        except sqlite3.OperationalError:  # a file of the first layout, opened read-only
+            return {}
+        return {item: float(seconds) for item, seconds in rows}
 
     def count(self) -> int:
         if self._db is None:

@@ -1,0 +1,91 @@
+"""The part of a run that this pytest process grades: part I of N by hash
+(``--codebench-shard I/N``, a CI matrix), or part I of a plan (``--codebench-plan plan.json
+--codebench-part I|env``, an element of a cluster's array job). Both keep every sample of a
+task together; a task id is all either needs."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import pytest
+
+from ..options import PART, PLAN, SHARD, Settings
+from .plan import MadeFor, PlanError, check_made_for, part_index, part_tasks, read_plan
+from .shards import shard_of
+from .solution_sets import SolutionSet
+
+
+@dataclasses.dataclass(frozen=True)
+class RunPart:
+    """What this process grades of the run's tasks."""
+
+    #: How the user chose it, for the run's scope (``--codebench-part 3 of plan.json``).
+    said: str
+    #: What the run's header calls it (``shard 1 of 4``, ``part 3 of plan.json (SLURM_ARRAY_TASK_ID=3)``).
+    title: str
+    keeps: Callable[[str], bool]
+    #: A plan's part, checked against the run once its dataset is read; None for a shard.
+    plan: tuple[Path, int, str] | None = None
+
+
+def run_part(settings: Settings) -> RunPart | None:
+    """The part the settings choose (None: every task), its plan read and its index checked:
+    a usage error, before anything is collected, for a plan that cannot be read, a part it
+    does not have, ``env`` outside an array job, or a plan given with a shard."""
+    shard, plan, part = settings[SHARD], settings[PLAN], settings[PART]
+    if plan is None:
+        if part is not None:
+            raise pytest.UsageError(f"{settings.where(PART)}: a part of what? --codebench-plan PLAN.json is missing")
+        if shard is None:
+            return None
+        said, title = f"--codebench-shard {shard[0]}/{shard[1]}", f"shard {shard[0]} of {shard[1]}"
+        return RunPart(said, title, lambda task: shard_of(task, shard[1]) == shard[0])
+    if shard is not None:
+        raise pytest.UsageError("--codebench-shard and --codebench-plan each choose the part: give one")
+    if part is None:
+        raise pytest.UsageError(f"{settings.where(PLAN)}: which part? --codebench-part I (from 0) or env is missing")
+    path = Path(plan)
+    try:
+        index, said = part_index(part)
+        tasks = part_tasks(read_plan(path), path, index, said)
+    except PlanError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    title = f"part {index} of {path.name} ({said})"
+    return RunPart(f"--codebench-part {index} of {path.name}", title, tasks.__contains__, (path, index, said))
+
+
+def check_plan(chosen: RunPart, here: MadeFor, tasks: set[str]) -> None:
+    """Refuses a plan made for another run (another dataset, other solutions, other
+    selections), or whose part names a task this run does not have."""
+    if chosen.plan is None:
+        return
+    path, index, said = chosen.plan
+    plan = read_plan(path)
+    check_made_for(plan, path, here)
+    missing = sorted(task for task in plan["parts"][index] if task not in tasks)
+    if missing:
+        raise PlanError(f"{said}: {path}'s part {index} names tasks this run's dataset lacks: {', '.join(missing[:5])}")
+
+
+def solution_digests(sets: Sequence[SolutionSet], keywords: Sequence[str]) -> dict[str, str]:
+    """Each solution set's name (``-`` for the run's one unnamed set) and its file's sha256
+    (of a folder: of its files' paths and bytes), for the plan's ``made_for``."""
+    found = {}
+    for each in sets:
+        if each.path and each.path not in keywords:
+            found[each.name or "-"] = _digest(Path(each.path))
+    return found
+
+
+def _digest(path: Path) -> str:
+    digest = hashlib.sha256()
+    files = sorted(p for p in path.rglob("*") if p.is_file() and not p.is_symlink()) if path.is_dir() else [path]
+    for file in files:
+        digest.update(str(file.relative_to(path) if path.is_dir() else "").encode() + b"\0")
+        with file.open("rb") as stream:
+            for block in iter(lambda: stream.read(1 << 20), b""):
+                digest.update(block)
+    return digest.hexdigest()
