@@ -40,7 +40,7 @@ from .reports.reporting import (
 )
 from .reports.scope import Scope, scope_of, selection_text
 from .runners import Runner, get_runner_class
-from .sweeps.element import run_part
+from .sweeps.element import plan_part, run_part
 from .sweeps.reuse import ORIGIN_KEY, Reuse, reuse_lines, run_identity
 from .sweeps.solution_sets import display_name
 from .verdict import Outcome, Verdict
@@ -223,6 +223,7 @@ class CodebenchSession:
                 **report_json(run, self.results, self.summary, models),
                 "comparisons": self.comparisons,
                 **self.scope.to_json(),
+                **plan_part(self.part),
             }
             if report_path:
                 write_report(Path(report_path), report)

@@ -122,7 +122,7 @@ def test_three_parts_of_a_plan_graded_by_index_merge_into_exactly_the_whole_run(
         said = next(iter(env.items()), ("--codebench-part", str(part)))
         assert f"codebench: part {part} of plan.json ({said[0]}{'=' if env else ' '}{said[1]})" in run.output
     parts = [pytester.path / f"part{part}.json" for part in (2, 0, 1)]
-    merged = merge_command(*parts, "-o", pytester.path / "all.json")
+    merged = merge_command(*parts, "-o", pytester.path / "all.json", "--plan", pytester.path / "plan.json")
     assert merged.returncode == 0, merged.stderr
     whole = json.loads((pytester.path / "whole.json").read_text())
     result = json.loads((pytester.path / "all.json").read_text())
@@ -181,3 +181,34 @@ def test_a_plan_for_another_run_or_a_part_it_lacks_is_refused_saying_why(
     )
     changed = codebench(*args, "--codebench-plan", "plan.json", "--codebench-part", "0")
     assert "was made for solutions" in changed.output and list(changed.items) == ["computeeval.p-problems"]
+
+
+def test_a_merge_against_the_plan_names_a_missing_part_and_its_tasks_and_says_incomplete(
+    pytester: pytest.Pytester, codebench: Callable[..., Run], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    args = _sweep(pytester.path)
+    assert plan_command(pytester.path, "--parts", "2", "--", "--codebench=computeeval", *args).returncode == 0
+    plan = json.loads((pytester.path / "plan.json").read_text())
+    codebench(*args, "--codebench-plan", "plan.json", "--codebench-part", "0", "--codebench-report", "part0.json")
+    codebench(*args, "--codebench-report", "whole.json")  # graded without the plan
+    out = pytester.path / "all.json"
+
+    missing = merge_command(pytester.path / "part0.json", "-o", out, "--plan", pytester.path / "plan.json")
+    assert missing.returncode == 3, missing.stderr  # incomplete, not a model's failure
+    assert f"part 1 is missing (no report): {len(plan['parts'][1])} tasks ({', '.join(plan['parts'][1])})" in (
+        missing.stderr
+    )
+    assert not out.exists()
+
+    # --allow-subset merges what is there; the report and what is printed name the gap.
+    subset = merge_command(pytester.path / "part0.json", "-o", out, "--plan", pytester.path / "plan.json",
+                           "--allow-subset")  # fmt: skip
+    assert subset.returncode == 0, subset.stderr
+    assert subset.stdout.startswith("not merged: part 1 is missing")
+    merged = json.loads(out.read_text())
+    assert merged["plan"]["gaps"] and merged["selection"]["items"] < merged["selection"]["of"]
+
+    # A report that is not a part of the plan is refused, naming it.
+    foreign = merge_command(pytester.path / "whole.json", "-o", out, "--plan", pytester.path / "plan.json")
+    assert foreign.returncode == 1 and "whole.json is not a part of plan.json" in foreign.stderr

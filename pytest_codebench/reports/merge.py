@@ -28,6 +28,7 @@ from ..once import LOCK_DIR, write_atomically
 from ..options import CORE_OPTIONS, HTML, MARKDOWN, PART, REPORT, SHARD, K, Option, Settings
 from ..runners import runner_classes
 from ..sweeps import plan_command
+from ..sweeps.plan import PlanError, plan_gaps, read_plan
 from . import compare_reports, markdown
 from .comparison import ModelSummary, model_summaries, shown, table, text_table
 from .html import cli as html_cli
@@ -43,6 +44,13 @@ PER_PART = (SHARD, PART, REPORT, MARKDOWN, HTML)
 
 class MergeError(Exception):
     """Reports that cannot be merged, and why (naming the files)."""
+
+
+class Incomplete(MergeError):
+    """Parts of the plan are missing or failed (exit status 3, :data:`INCOMPLETE`)."""
+
+
+INCOMPLETE = 3
 
 
 @dataclasses.dataclass(frozen=True)
@@ -153,7 +161,11 @@ def offline_benchmark(name: str, settings: Settings, where: Path) -> Benchmark:
 
 
 def merge(
-    paths: Sequence[Path], output: Path, markdown_path: Path | None = None, allow_subset: bool = False
+    paths: Sequence[Path],
+    output: Path,
+    markdown_path: Path | None = None,
+    allow_subset: bool = False,
+    plan: Path | None = None,
 ) -> list[str]:
     """Merges the reports at ``paths`` into ``output`` (and the markdown report); returns the
     lines to print: the benchmark's summary and the per-model table. Parts that together are
@@ -161,6 +173,12 @@ def merge(
     are refused unless ``allow_subset``; the merged report then says what it is over."""
     parts = [read_part(path) for path in paths]
     check(parts)
+    gaps = _plan_gaps(plan, parts) if plan else []
+    if gaps and not allow_subset:
+        raise Incomplete(
+            f"the parts do not cover {plan}: {'; '.join(gaps)}. Grade the missing parts again (their verdicts "
+            "already stored are served), or --allow-subset merges what is here and the report says what is missing"
+        )
     scope = merged_scope([part.data for part in parts])
     if not scope.whole and not allow_subset:
         raise MergeError(
@@ -199,6 +217,8 @@ def merge(
     data["comparisons"] = model_comparisons(results, benchmark.compared_problems)
     data["merged_from"] = [_origin(part) for part in parts]
     data.update(scope.to_json())
+    if plan:
+        data["plan"] = {"path": str(plan), "gaps": gaps}
     output.parent.mkdir(parents=True, exist_ok=True)
     write_atomically(output, json.dumps(data, indent=2, default=str) + "\n")
     whole = ModelSummary(summary, counts(results))
@@ -206,11 +226,19 @@ def merge(
         dataset = markdown.dataset_label(run["dataset_path"], data["dataset"]["sha256"], data["dataset"]["release"])
         text = markdown.report(benchmark, dataset, whole, shown(models, whole, run["model"]), scope.lines())
         markdown.publish(markdown_path, text + comparison_markdown(data["comparisons"]))
-    lines = [*scope.lines(), *summary.lines, whole.outcome_line()]
+    lines = [*(f"not merged: {gap}" for gap in gaps), *scope.lines(), *summary.lines, whole.outcome_line()]
     if models:
         lines += ["per model:", *("  " + line for line in text_table(table(benchmark.columns, whole, models)))]
     lines += comparison_lines(data["comparisons"])
     return lines
+
+
+def _plan_gaps(plan: Path, parts: Sequence[Part]) -> list[str]:
+    """The parts of ``plan`` that ``parts`` do not cover whole (see :func:`.sweeps.plan.plan_gaps`)."""
+    try:
+        return plan_gaps(read_plan(plan), plan, [(str(part.path), part.data) for part in parts])
+    except PlanError as exc:
+        raise MergeError(str(exc)) from None
 
 
 def _origin(part: Part) -> dict[str, Any]:
@@ -219,6 +247,7 @@ def _origin(part: Part) -> dict[str, Any]:
     return {
         "report": str(part.path),
         "shard": data["options"].get(SHARD.name),
+        "plan_part": data.get("plan_part"),
         "run_dir": data.get("run_dir"),
         "environment": data.get("environment"),
         "items": len(data["items"]),
@@ -267,6 +296,8 @@ def main(argv: Sequence[str] | None = None, prog: str = "codebench") -> int:
     command.add_argument("--junitxml", type=Path, metavar="ALL.xml", help="where the merged JUnit XML goes")
     subset_help = "merge parts that are not over every item of the dataset (a missing shard, -k): the report says so"
     command.add_argument("--allow-subset", action="store_true", help=subset_help)
+    plan_help = "the plan the parts were graded from (codebench plan): a missing or failed part is named, exit status 3"
+    command.add_argument("--plan", type=Path, metavar="PLAN.json", help=plan_help)
     compare_reports.add_command(commands)
     html_cli.add_command(commands)
     plan_command.add_command(commands)
@@ -292,11 +323,11 @@ def main(argv: Sequence[str] | None = None, prog: str = "codebench") -> int:
     if bool(args.junit) != bool(args.junitxml):
         parser.error("--junit PART.xml ... and --junitxml ALL.xml go together")
     try:
-        lines = merge(args.reports, args.output, args.markdown, args.allow_subset)
+        lines = merge(args.reports, args.output, args.markdown, args.allow_subset, args.plan)
         junit = merge_junit(args.junit, args.junitxml) if args.junitxml else None
     except (MergeError, JUnitMergeError) as exc:
         print(f"merge: error: {exc}", file=sys.stderr)
-        return 1
+        return INCOMPLETE if isinstance(exc, Incomplete) else 1
     lines += [f"report: {args.output}", *([f"markdown: {args.markdown}"] if args.markdown else [])]
     if junit is not None:
         counted = ", ".join(f"{value} {name}" for name, value in junit.items())

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from ..options import PART, PLAN, SHARD, Settings
-from .plan import MadeFor, PlanError, check_made_for, part_index, part_tasks, read_plan
+from .plan import MadeFor, PlanError, PlanPart, check_made_for, part_index, part_tasks, plan_digest, read_plan
 from .shards import shard_of
 from .solution_sets import SolutionSet
 
@@ -68,6 +68,16 @@ def check_plan(chosen: RunPart, here: MadeFor, tasks: set[str]) -> None:
     missing = sorted(task for task in plan["parts"][index] if task not in tasks)
     if missing:
         raise PlanError(f"{said}: {path}'s part {index} names tasks this run's dataset lacks: {', '.join(missing[:5])}")
+
+
+def plan_part(chosen: RunPart | None) -> dict[str, PlanPart]:
+    """``{"plan_part": ...}`` for the JSON report of a plan's element (else nothing): what
+    ``codebench merge --plan`` reads to tell which parts it has."""
+    if chosen is None or chosen.plan is None:
+        return {}
+    path, index, _ = chosen.plan
+    parts = len(read_plan(path)["parts"])
+    return {"plan_part": {"plan": str(path), "sha256": plan_digest(path), "index": index, "parts": parts}}
 
 
 def solution_digests(sets: Sequence[SolutionSet], keywords: Sequence[str]) -> dict[str, str]:

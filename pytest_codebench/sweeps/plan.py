@@ -14,6 +14,7 @@ verdict store and PIE's rows stay whole, and each part's pass@k over its tasks i
 
 from __future__ import annotations
 
+import hashlib
 import heapq
 import json
 import os
@@ -176,3 +177,52 @@ def part_tasks(plan: PlanFile, path: Path, index: int, said: str) -> frozenset[s
     if not 0 <= index < count:
         raise PlanError(f"{said}: {path} has parts 0 to {count - 1}, not {index}")
     return frozenset(plan["parts"][index])
+
+
+class PlanPart(TypedDict):
+    """What an element's JSON report says of the plan it graded a part of (``plan_part``)."""
+
+    #: The plan file as the element was given it, and its sha256.
+    plan: str
+    sha256: str
+    index: int
+    parts: int
+
+
+def plan_digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def plan_gaps(plan: PlanFile, path: Path, reports: Sequence[tuple[str, Mapping[str, Any]]]) -> list[str]:
+    """One line per part of the plan that the ``reports`` (name, JSON report) do not cover
+    whole: missing (no report of it) or failed (interrupted, or tasks without an item), each
+    with its tasks. Refuses a report that is not of a part of this plan, naming it."""
+    digest = plan_digest(path)
+    covered: dict[int, list[tuple[str, Mapping[str, Any]]]] = {}
+    for name, report in reports:
+        part = report.get("plan_part")
+        if not part:
+            raise PlanError(f"{name} is not a part of {path.name}: it was graded without --codebench-plan")
+        if part["sha256"] != digest:
+            raise PlanError(f"{name} is a part of another plan than {path} (sha256 {part['sha256']}, not {digest})")
+        covered.setdefault(part["index"], []).append((name, report))
+    gaps = []
+    for index, tasks in enumerate(plan["parts"]):
+        if not tasks:
+            continue
+        got = covered.get(index, [])
+        if not got:
+            gaps.append(f"part {index} is missing (no report): {_tasks(tasks)}")
+            continue
+        graded = {item["task_id"] for _, report in got for item in report.get("items") or []}
+        stopped = [name for name, report in got if report.get("interrupted")]
+        lost = [task for task in tasks if task not in graded]
+        if stopped or lost:
+            how = f"{', '.join(stopped)} was interrupted" if stopped else "its report lacks them"
+            gaps.append(f"part {index} failed ({how}): {_tasks(lost or tasks)}")
+    return gaps
+
+
+def _tasks(tasks: Sequence[str]) -> str:
+    shown = ", ".join(tasks[:10])
+    return f"{len(tasks)} task{'s' if len(tasks) != 1 else ''} ({shown}{', ...' if len(tasks) > 10 else ''})"
