@@ -132,6 +132,14 @@ BENCHES: dict[str, Bench] = {
         ],
         note="one candidate of PIE's sample",
     ),
+    "cluster_makespan.py": Bench(
+        [],
+        [
+            r"^tensorbench\s+16\s+[\d.]+\s+[\d.]+x\s+1\.0\dx\s+0$",
+            r"^tensorbench\s+199\s+[\d.]+\s+[\d.]+x\s+1\.0\dx\s+75$",
+            r"^plan's worst ratio to the lower bound: 1\.0\d\dx \(goal: within 1\.1x\)$",
+        ],
+    ),
     "collect_scale.py": Bench(
         ["--tasks", "2", "--samples", "2", "--rerun", "2", "--rounds", "1"],
         [
