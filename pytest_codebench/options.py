@@ -20,6 +20,7 @@ from .reports.thresholds import Threshold, thresholds
 from .sweeps.plan import parse_part
 from .sweeps.shards import parse_shard
 from .sweeps.solution_sets import SolutionSpec, parse_solutions
+from .sweeps.store_url import parse_url
 
 T = TypeVar("T")
 N = TypeVar("N", int, float)
@@ -280,14 +281,25 @@ PART: Option[int | str | None] = Option(
     "I|env",
     grading=False,
 )
+STORE_MODES = choice("off", "read", "write", "on")
+
+
+def parse_store(text: str) -> str:
+    """A mode, or ``s3://BUCKET/PREFIX``: the store a cluster shares (read and write)."""
+    if text.strip().startswith("s3://"):
+        parse_url(text)
+        return text.strip()
+    return STORE_MODES(text)
+
+
 STORE = Option(
     "store",
     "The verdict store (a SQLite file in the cache dir) keeps each verdict by what decides it, so that no run "
     "grades a sample an earlier one graded: on (read and write), read, write (grade everything again and keep "
-    "it), or off.",
+    "it), off, or s3://BUCKET/PREFIX (on, shared by every machine of a cluster through that bucket).",
     "on",
-    choice("off", "read", "write", "on"),
-    "MODE",
+    parse_store,
+    "MODE|s3://BUCKET/PREFIX",
     grading=False,
 )
 ADAPTIVE_TRIALS = Option(

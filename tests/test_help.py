@@ -46,7 +46,7 @@ def test_installed_benchmarks_and_runners_are_the_choices(help_text):
     assert "Choices: computeeval, pie, tensorbench." in help_text.split("--codebench-dataset")[0]
     runner = help_text.split("--codebench-runner=NAME", 1)[1].split("--codebench-k", 1)[0]
     assert "local" in runner and "docker" in runner and "Default: local." in runner
-    assert "Choices: off, read, write, on. Default: on." in help_text  # a choice() option
+    assert "Choices: auto, bwrap, none. Default: auto." in help_text  # a choice() option
 
 
 def test_the_dataset_mentions_release_names_and_sizes_read_as_written(help_text):

@@ -32,6 +32,7 @@ from ..reports.harness import verdict_code
 from ..reports.reporting import ItemResult, reused
 from ..runners import Runner
 from ..verdict import Verdict
+from .shared_store import SharedStore
 from .store import FILE_NAME, Stored, StoreError, VerdictStore, decode, encode
 from .stored_logs import bring_logs
 from .verdict_keys import (
@@ -103,25 +104,29 @@ class Reuse:
         self.benchmark = benchmark
         #: The run's own runner (a case of its own image brings its own).
         self.runner = runner
-        self.mode = benchmark.settings[STORE]
+        given = benchmark.settings[STORE]
+        #: The bucket a cluster shares (``s3://...``), in front of which the local file serves.
+        self.url = given if given.startswith("s3://") else None
+        self.mode = "on" if self.url else given
         self.path = store_path(benchmark.settings[CACHE_DIR])
         self.run = benchmark.context.run_dir.name
         self.shared = benchmark.context.run_dir / "duplicates"
         self._identity = identity
         self._tasks: dict[tuple[str | None, str], str] = {}
         self._digests_of: dict[str, str] = {}
-        self._store: VerdictStore | None = None
+        self._store: VerdictStore | SharedStore | None = None
         self._warned = False
 
     # -- the store ------------------------------------------------------------------------------
 
-    def open(self) -> VerdictStore | None:
+    def open(self) -> VerdictStore | SharedStore | None:
         """The store, opened on first use (None with ``--codebench-store off``). Raises
-        :class:`StoreError` for a file that cannot serve."""
+        :class:`StoreError` for a file that cannot serve, or a shared store out of reach."""
         if self.mode == "off":
             return None
         if self._store is None:
-            self._store = VerdictStore(self.path, readable=self.mode in ("on", "read"), writable=self.mode != "read")
+            local = VerdictStore(self.path, readable=self.mode in ("on", "read"), writable=self.mode != "read")
+            self._store = SharedStore(self.url, local) if self.url else local
         return self._store
 
     def usage_error(self) -> str | None:
@@ -211,7 +216,9 @@ class Reuse:
             return self._graded(store, key, case, grade), None
         return self._once(shared, case, lambda: self._graded(store, key, case, grade))
 
-    def _graded(self, store: VerdictStore | None, key: str, case: Case, grade: Callable[[], Verdict]) -> Verdict:
+    def _graded(
+        self, store: VerdictStore | SharedStore | None, key: str, case: Case, grade: Callable[[], Verdict]
+    ) -> Verdict:
         started = time.monotonic()
         verdict = grade()
         self._keep(store, key, Stored(verdict, self.run, case.id, time.monotonic() - started))
@@ -243,18 +250,18 @@ class Reuse:
         """Whether the benchmark may serve ``hit`` (see ``Benchmark.holds``)."""
         return self.benchmark.holds(case, hit.verdict, runner or self.runner())
 
-    def _lookup(self, store: VerdictStore, key: str) -> Stored | None:
+    def _lookup(self, store: VerdictStore | SharedStore, key: str) -> Stored | None:
         try:
             return store.get(key)
         except Exception as exc:  # noqa: BLE001 - a store that fails mid-run costs a grading, never the item
-            self._warn(f"could not read the verdict store {self.path} ({exc}); grading instead")
+            self._warn(f"could not read the verdict store {self.url or self.path} ({exc}); grading instead")
             return None
 
     @functools.cached_property
     def machine(self) -> str:
         return machine_identity()
 
-    def _keep(self, store: VerdictStore | None, key: str, stored: Stored) -> None:
+    def _keep(self, store: VerdictStore | SharedStore | None, key: str, stored: Stored) -> None:
         if store is None or not storable(stored.verdict):
             return
         if machine_decided(stored.verdict):
@@ -262,7 +269,7 @@ class Reuse:
         try:
             store.put(key, stored, self.benchmark.name)
         except Exception as exc:  # noqa: BLE001 - the verdict stands; only its reuse is lost
-            self._warn(f"could not keep a verdict in the verdict store {self.path} ({exc})")
+            self._warn(f"could not keep a verdict in the verdict store {self.url or self.path} ({exc})")
 
     def _warn(self, message: str) -> None:
         if not self._warned:  # once per process: the next failures say nothing new
@@ -285,7 +292,8 @@ def reuse_lines(results: list[ItemResult], reuse: Reuse) -> list[str]:
     lines = []
     if reuse.mode != "off":
         lines.append(
-            f"verdict store ({reuse.mode}): {counts['cached']} of {len(results)} items from earlier runs ({reuse.path})"
+            f"verdict store ({reuse.mode}): {counts['cached']} of {len(results)} items from earlier runs "
+            f"({reuse.url or reuse.path})"
         )
     if counts["same_as"]:
         lines.append(
