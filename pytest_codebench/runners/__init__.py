@@ -82,7 +82,8 @@ class RunResult:
     output: str
     dropped_bytes: int = 0
     #: Why the runner killed the command before its end besides its timeout (its workspace
-    #: grew past its quota), else None.
+    #: grew past its quota), or why a failed command failed at a limit the runner set (it
+    #: left its /tmp full), else None.
     killed: str | None = None
 
     @property

@@ -197,23 +197,31 @@ class LocalRunner(Runner):
                 os.close(options)
             os.close(write)
             write = -1
-            return self._result(command, result, read, plan.clocked, sandboxed=True)
+            return self._result(command, result, read, plan.clocked, sandboxed=self.context.settings)
         finally:
             os.close(read)
             if write >= 0:
                 os.close(write)
 
     @staticmethod
-    def _result(command: str, run: _Run, clock_fd: int, clocked: bool, *, sandboxed: bool = False) -> RunResult:
+    def _result(
+        command: str, run: _Run, clock_fd: int, clocked: bool, *, sandboxed: Settings | None = None
+    ) -> RunResult:
         """The result of a run, timed by the clock around ``sh -c`` where it can be trusted (the
-        same clock with and without the sandbox, so that timings compare)."""
+        same clock with and without the sandbox, so that timings compare). ``sandboxed``: the
+        settings of the sandbox it ran in (None: unconfined)."""
         clock = bwrap.read_clock(clock_fd) if clocked else b""
-        if sandboxed and not clock and run.exit_code == 1 and run.cap.text().startswith("bwrap: "):
+        if sandboxed is not None and not clock and run.exit_code == 1 and run.cap.text().startswith("bwrap: "):
             raise HarnessError(f"the sandbox did not start: {run.cap.text().strip()[-500:]}")
         seconds = run.seconds
         if clocked and not run.timed_out:
             inner = bwrap.inner_seconds(clock, run.exit_code, run.seconds)
             seconds = run.seconds if inner is None else inner
+        full = bwrap.full_mounts(clock, sandboxed) if sandboxed is not None and not run.killed else None
+        if full is not None:
+            # The command failed with its /tmp (or /dev/shm) full: the failure names the limit.
+            run.cap.feed(f"\n[pytest-codebench: the command failed: {full}]\n".encode())
+            run = dataclasses.replace(run, killed=full)
         return RunResult(
             command=command,
             exit_code=None if run.timed_out else bwrap.signal_exit(run.exit_code),

@@ -63,7 +63,7 @@ def parse_size(text: str) -> int:
     return value
 
 
-def _human(size: int) -> str:
+def human(size: int) -> str:
     for unit in ("TiB", "GiB", "MiB", "KiB"):
         scale = _UNITS[unit[0].lower()]
         if size >= scale:
@@ -196,7 +196,7 @@ def measure(root: Path, limits: Limits) -> tuple[Usage, str | None]:
             usage.bytes += info.st_blocks * 512
             if usage.bytes > limits.max_bytes:
                 return usage, (
-                    f"its workspace took more than {_human(limits.max_bytes)} of disk ({WORKSPACE_MAX_SIZE.cli})"
+                    f"its workspace took more than {human(limits.max_bytes)} of disk ({WORKSPACE_MAX_SIZE.cli})"
                 )
     except Unmeasurable as exc:
         return usage, f"its workspace {exc}, so its size cannot be measured"

@@ -5,7 +5,10 @@ What a sandboxed command gets:
 * its own PID namespace: ``/proc`` shows only its processes (never the harness's environment),
   and when it ends every process it started dies with it, ``setsid`` or not; ``--die-with-parent``
   ends it with the harness;
-* no network (its own network namespace) unless the step asks for it; a private ``/tmp``;
+* no network (its own network namespace) unless the step asks for it; a private ``/tmp`` and
+  ``/dev/shm``, each a tmpfs of ``--codebench-sandbox-tmp`` bytes (memory no process is charged
+  for: unbounded, each took half of RAM); the sandbox's own root and ``/dev`` read-only (for a
+  caller that is not root they are tmpfs it owns, as unbounded);
 * a root of its own: the system folders (/usr, /etc, /opt, /bin, /lib...), the Python commands
   find, the folders of ``PATH`` and the CUDA toolkit, read-only (a tool manager's folder in a
   home, ~/.cargo or ~/.pyenv, only in the parts its programs run from, and whatever looks like
@@ -52,7 +55,7 @@ from pathlib import Path
 from ..options import CACHE_DIR, DATASET, SOLUTIONS, Option, Settings, choice, positive
 from .host_folders import credentials, homes, in_home, tool_folders
 from .host_folders import under as _under
-from .quota import entries, parse_size
+from .quota import entries, human, parse_size
 
 SANDBOX = Option(
     "sandbox",
@@ -89,7 +92,14 @@ SANDBOX_CPU: Option[int | None] = Option(
     "SECONDS",
     ini_type="int",
 )
-SANDBOX_OPTIONS = (SANDBOX, SANDBOX_PIDS, SANDBOX_MAX_FILE, SANDBOX_MEMORY, SANDBOX_CPU)
+SANDBOX_TMP = Option(
+    "sandbox-tmp",
+    "Size of a sandboxed local command's /tmp and of its /dev/shm, each (memory, as docker's /tmp).",
+    512 << 20,
+    parse_size,
+    "SIZE",
+)
+SANDBOX_OPTIONS = (SANDBOX, SANDBOX_PIDS, SANDBOX_MAX_FILE, SANDBOX_MEMORY, SANDBOX_CPU, SANDBOX_TMP)
 
 NOBODY = 65534
 SYSTEM_DIRS = ("/usr", "/etc", "/opt")
@@ -101,11 +111,17 @@ ROOT_LINKS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 # written (module docstring). A limit that cannot be set ends it before the command runs, with
 # bash's message and no time line. The limits are bash's ``ulimit`` rather than a ``prlimit``
 # exec before it: one program fewer to start in every command (about a millisecond).
+# Where the command failed, the clock first looks whether /tmp or /dev/shm is full (a write of
+# 64 KiB there fails), before the kill frees what a process left running holds: the line names
+# them, so the failure can name the limit (``full_mounts``).
 CLOCK = (
     'ulimit $3 || exit 125; c=$2; exec {err}>&2 2>/dev/null; s=$EPOCHREALTIME; sh -c "$1" 2>&$err {err}>&- {c}>&-; '
-    'r=$?; e=$EPOCHREALTIME; kill -9 -1; echo "$s $e $r" >&$c; exit $r'
+    "r=$?; e=$EPOCHREALTIME; f=; [ $r = 0 ] || for d in /tmp /dev/shm; do "
+    'printf %65536s "" >$d/.codebench-free || f="$f $d"; done; kill -9 -1; echo "$s $e $r$f" >&$c; exit $r'
 )
-CLOCK_LINE = re.compile(rb"(\d+)\.(\d{6}) (\d+)\.(\d{6}) (\d+)\n")
+CLOCK_LINE = re.compile(rb"(\d+)\.(\d{6}) (\d+)\.(\d{6}) (\d+)((?: /tmp| /dev/shm){0,2})\n")
+#: The folders a sandboxed command gets as tmpfs of ``--codebench-sandbox-tmp`` bytes each.
+TMPFS = ("/tmp", "/dev/shm")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -114,10 +130,17 @@ class Limits:
     max_file: int
     memory: int | None
     cpu: int | None
+    tmp: int
 
     @classmethod
     def of(cls, settings: Settings) -> Limits:
-        return cls(settings[SANDBOX_PIDS], settings[SANDBOX_MAX_FILE], settings[SANDBOX_MEMORY], settings[SANDBOX_CPU])
+        return cls(
+            settings[SANDBOX_PIDS],
+            settings[SANDBOX_MAX_FILE],
+            settings[SANDBOX_MEMORY],
+            settings[SANDBOX_CPU],
+            settings[SANDBOX_TMP],
+        )
 
     def prlimit(self) -> list[str]:
         argv = ["prlimit", f"--nproc={self.pids}", "--core=0", f"--fsize={self.max_file}"]
@@ -226,7 +249,10 @@ class Plan:
 
     def argv(self, command: str, cwd: Path, clock_fd: int, extra: Mounts) -> list[str]:
         tail = [command, str(clock_fd), self.limits] if self.clocked else ["sh", "-c", command]
-        return [*self.head, *extra.argv, "--chdir", str(cwd), "--", *self.chain, *tail]
+        # Last, once every mount point is made: the sandbox's root and /dev (tmpfs of no size,
+        # which a caller that is not root owns) read-only; device nodes stay writable.
+        sealed = ["--remount-ro", "/dev", "--remount-ro", "/"]
+        return [*self.head, *extra.argv, *sealed, "--chdir", str(cwd), "--", *self.chain, *tail]
 
     def mounts(self, cwd: Path, toolchain: str | None, shared: Mapping[Path, bool]) -> Mounts:
         """The command's own folders, bound after (over) the base ones."""
@@ -242,9 +268,12 @@ class Plan:
 def plan(settings: Settings, bwrap: str, run_dir: Path | None = None) -> Plan:
     """The sandbox of this process's commands (built once); ``run_dir`` (its workspaces) is hidden."""
     mounts = base_mounts(settings, run_dir)
-    mounts.made += ["/proc", "/dev", "/tmp"]
+    mounts.made += ["/proc", "/dev", *TMPFS]
+    limits = Limits.of(settings)
     head = [bwrap, "--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
-    head += ["--hostname", "codebench", "--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/tmp"]
+    head += ["--hostname", "codebench", "--proc", "/proc", "--dev", "/dev"]
+    for folder in TMPFS:
+        head += ["--size", str(limits.tmp), "--perms", "1777", "--tmpfs", folder]
     head += mounts.argv
     root = os.getuid() == 0
     chain: list[str] = []
@@ -253,7 +282,6 @@ def plan(settings: Settings, bwrap: str, run_dir: Path | None = None) -> Plan:
         # namespace of its own so that its process limit counts its own processes only.
         chain += ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--no-new-privs"]
         chain += ["--inh-caps=-all", "--bounding-set=-all", "--", "unshare", "--user", "--map-current-user", "--"]
-    limits = Limits.of(settings)
     clocked = shutil.which("bash") is not None
     chain += ["bash", "--noprofile", "--norc", "-c", CLOCK, "clock"] if clocked else limits.prlimit()
     return Plan(
@@ -319,6 +347,17 @@ def inner_seconds(clock: bytes, exit_code: int, outer: float) -> float | None:
     end = int(match.group(3)) * 1_000_000 + int(match.group(4))
     seconds = (end - start) / 1e6
     return seconds if 0 <= seconds <= outer else None
+
+
+def full_mounts(clock: bytes, settings: Settings) -> str | None:
+    """Why a failed command may have failed, where the clock line says it left /tmp or
+    /dev/shm full: a sentence naming the limit (None otherwise). A forged line can only hide
+    this sentence, never change a verdict for the better."""
+    match = CLOCK_LINE.fullmatch(clock)
+    if match is None or not match.group(6):
+        return None
+    folders = " and ".join(match.group(6).decode().split())
+    return f"it filled {folders}, {human(settings[SANDBOX_TMP])} each ({SANDBOX_TMP.cli})"
 
 
 def read_clock(fd: int) -> bytes:
@@ -389,3 +428,4 @@ def describe_limits(settings: Settings) -> Iterable[str]:
         yield f"address space {limits.memory} bytes"
     if limits.cpu:
         yield f"{limits.cpu} CPU seconds"
+    yield f"/tmp and /dev/shm {human(limits.tmp)} each"
