@@ -15,6 +15,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from ..errors import DatasetError
 
 # No timeout or limit a dataset gives may exceed a day: larger ones are typos or attacks (1e300
@@ -23,6 +25,23 @@ MAX_SECONDS = 86400.0
 # What a datapack may expand to, and what one member read into memory may hold: real
 # datapacks are a few megabytes; a gzip bomb expands a small file to gigabytes.
 MAX_UNPACKED = 256 << 20
+# JSON values (objects, arrays, strings, numbers, literals) one record may hold before it is
+# decoded. Decoded, a value costs 30 to 60 times its text: 85 MiB of ``{}`` took 2.44 GB. Real
+# records hold a few hundred at most.
+MAX_RECORD_VALUES = 100_000
+# Strings, which hold no values (the regular expression's loop unrolled: linear, no backtracking).
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_TOKEN = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[{}\[\],:]', re.DOTALL)
+
+
+@dataclasses.dataclass(frozen=True)
+class Budget:
+    """How much of a file is decoded: values per record, values in all (None: no bound), and
+    refused records reported one by one before the rest are refused as one."""
+
+    record: int = MAX_RECORD_VALUES
+    total: int | None = None
+    refused: int = 100
 
 
 @dataclasses.dataclass(frozen=True)
@@ -36,22 +55,85 @@ class Line:
     error: DatasetError | None
 
 
-def read_jsonl(label: str, data: bytes) -> Iterator[Line]:
-    """Every non-blank line of ``data``; a line that is not a JSON object carries an error."""
-    for number, raw in enumerate(data.splitlines(keepends=True), start=1):
+def read_jsonl(label: str, data: bytes, budget: Budget = Budget()) -> Iterator[Line]:
+    """Every non-blank line of ``data``; a line that is not a JSON object, or holds more than
+    its ``budget`` of values (counted before decoding), carries an error. Past the budget's
+    ``total``, or its count of refused lines, one last line with an error says the rest were
+    not read, and reading stops."""
+    spent = refused = 0
+    for number, raw in _lines(data):
         if not raw.strip():
             continue
         if not raw.endswith(b"\n"):
             raw += b"\n"  # writers end every line with one; the last may have lost it
-        try:
-            value = json.loads(raw)
-        except ValueError as exc:  # also a number of thousands of digits, which int() refuses
-            yield Line(number, raw, None, DatasetError(label, f"not valid JSON ({exc})", line=number))
-            continue
-        if not isinstance(value, dict):
-            yield Line(number, raw, None, DatasetError(label, "not a JSON object", line=number))
-            continue
-        yield Line(number, raw, value, None)
+        values = values_in(raw)
+        # Only what is decoded costs memory: a refused record's values do not count.
+        spent += values if values <= budget.record else 0
+        if refused >= budget.refused or (budget.total is not None and spent > budget.total):
+            why = f"more than {budget.refused} refused records" if refused >= budget.refused else None
+            why = why or f"more than {budget.total} JSON values in all"
+            yield Line(
+                number, b"", None, DatasetError(label, f"holds {why}: this line and the rest not read", line=number)
+            )
+            return
+        error = None
+        if values > budget.record:
+            field = _field_past(raw, budget.record)
+            why = f"holds more than {budget.record} JSON values (objects, arrays, strings, numbers): not decoded"
+            error = DatasetError(label, why, line=number, field=field)
+        else:
+            try:
+                value = json.loads(raw)
+            except ValueError as exc:  # also a number of thousands of digits, which int() refuses
+                error = DatasetError(label, f"not valid JSON ({exc})", line=number)
+            else:
+                if isinstance(value, dict):
+                    yield Line(number, raw, value, None)
+                    continue
+                error = DatasetError(label, "not a JSON object", line=number)
+        refused += 1
+        yield Line(number, raw, None, error)
+
+
+def _lines(data: bytes) -> Iterator[tuple[int, bytes]]:
+    """(1-based number, bytes) of each line, one at a time: a list of every line of a file of
+    millions of empty ones would take gigabytes."""
+    start, number = 0, 1
+    while start < len(data):
+        end = data.find(b"\n", start)
+        end = len(data) if end < 0 else end + 1
+        yield number, data[start:end]
+        start, number = end, number + 1
+
+
+def values_in(raw: bytes) -> int:
+    """At least as many as the JSON values ``raw`` holds, counted without decoding it: every
+    value but an array's first element follows a comma or a colon, and every container opens
+    with a bracket (strings, with whatever they hold, left out first)."""
+    skeleton = _STRING.sub(b"", raw)
+    return 1 + sum(skeleton.count(mark) for mark in (b",", b":", b"[", b"{"))
+
+
+def _field_past(raw: bytes, budget: int) -> str | None:
+    """The top-level field in which ``raw``'s count of values passes ``budget`` (reads at most
+    about ``budget`` tokens); None where it is not an object's field."""
+    depth, count, field, previous = 0, 0, None, b""
+    for match in _TOKEN.finditer(raw):
+        token = match.group()
+        if token == b":" and depth == 1 and previous.startswith(b'"'):
+            try:
+                field = json.loads(previous)
+            except ValueError:
+                field = None
+        elif token in (b"{", b"["):
+            depth += 1
+        elif token in (b"}", b"]"):
+            depth -= 1
+        count += token in (b",", b":", b"{", b"[")
+        if count > budget:
+            return field if isinstance(field, str) and depth >= 1 else None
+        previous = token
+    return field if isinstance(field, str) else None
 
 
 def read_records(label: str, data: bytes) -> Iterator[Line]:
@@ -168,16 +250,16 @@ def file_list(record: dict[str, Any], field: str, label: str, line: int) -> list
     return files  # type: ignore[no-any-return]  # require() checked it is a list, and each entry above
 
 
-def archive_members(path: Path, names: Sequence[str]) -> dict[str, bytes]:
+def archive_members(path: Path, names: Sequence[str], cap: int = MAX_UNPACKED) -> dict[str, bytes]:
     """The members of a .tar.gz datapack whose base names are ``names`` (at any depth), read
     into memory: nothing is extracted, so member names can never write outside. Reading stops
-    once the archive has expanded past :data:`MAX_UNPACKED` bytes (a gzip bomb)."""
+    once the archive has expanded past ``cap`` bytes (a gzip bomb)."""
     found: dict[str, bytes] = {}
-    limit = f"{MAX_UNPACKED >> 20} MiB"
+    limit = f"{cap >> 20} MiB"
     try:
         with path.open("rb") as raw:
             compressed = path.name.endswith(("gz", ".tgz"))
-            stream = _Capped(gzip.GzipFile(fileobj=raw, mode="rb") if compressed else raw, MAX_UNPACKED)
+            stream = _Capped(gzip.GzipFile(fileobj=raw, mode="rb") if compressed else raw, cap)
             # Stream mode: read once, front to back, through the cap; never seeks back.
             with tarfile.open(fileobj=io.BufferedReader(stream), mode="r|") as archive:
                 for member in archive:
@@ -186,11 +268,11 @@ def archive_members(path: Path, names: Sequence[str]) -> dict[str, bytes]:
                         continue
                     if name in found:
                         raise DatasetError(path, f"holds {name} twice")
-                    if member.size > MAX_UNPACKED:
+                    if member.size > cap:
                         raise DatasetError(path, f"{name} is larger than {limit} ({member.size} bytes)")
                     extracted = archive.extractfile(member)
                     assert extracted is not None
-                    found[name] = extracted.read(MAX_UNPACKED + 1)
+                    found[name] = extracted.read(cap + 1)
     except _TooLarge:
         raise DatasetError(path, f"expands past {limit}: not read (a datapack is a few MB)") from None
     except (tarfile.TarError, OSError, EOFError, zlib.error) as exc:
@@ -221,6 +303,38 @@ class _Capped(io.RawIOBase):
         if self._left < 0:
             raise _TooLarge
         return count
+
+
+def read_capped(path: Path, cap: int) -> bytes:
+    """A plain file's bytes, refused unread past ``cap`` (read at most ``cap + 1`` bytes)."""
+    with path.open("rb") as stream:
+        data = stream.read(cap + 1)
+    if len(data) > cap:
+        raise DatasetError(path, f"is larger than {cap >> 20} MiB: not read")
+    return data
+
+
+class _NoAliases(yaml.SafeLoader):
+    """YAML's safe types, without aliases: ``*name`` repeats a node without copying it, so
+    that repeats of repeats turn a small file into a huge record once it is written out or
+    hashed (a 1.3 KB spec became 416 MB at depth 8). No dataset needs them."""
+
+    def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
+        if self.check_event(yaml.AliasEvent):
+            mark = self.peek_event().start_mark  # type: ignore[no-untyped-call]
+            raise yaml.composer.ComposerError(None, None, "an alias (*name): not accepted, write the value out", mark)
+        return super().compose_node(parent, index)
+
+
+def load_yaml(text: str) -> tuple[yaml.Node | None, Any]:
+    """One YAML document's node tree (None when empty) and its value, with YAML's safe types
+    only and aliases refused (:class:`yaml.YAMLError`, its ``problem_mark`` on the alias)."""
+    loader = _NoAliases(text)
+    try:
+        node = loader.get_single_node()
+        return node, None if node is None else loader.construct_document(node)
+    finally:
+        loader.dispose()
 
 
 def is_archive(path: Path) -> bool:

@@ -19,6 +19,7 @@ import yaml
 from pytest_codebench.errors import DatasetError
 from pytest_codebench.options import Option, choice, int_option, parse_bool, positive, text_option
 
+from ..records import load_yaml
 from ..speedup import ACCEPT_SUSPECT, MAX_SPEEDUP
 
 LANGUAGES = ("python", "cpp")
@@ -122,7 +123,7 @@ def overrides(text: str) -> dict[str, Any]:
         if not sep:
             raise ValueError(f"expected KEY=VALUE, got {part!r}")
         try:
-            loaded = yaml.safe_load(value)
+            loaded = load_yaml(value)[1]
         except yaml.YAMLError:
             loaded = value  # not YAML: the text as it is
         pairs[key] = config_value(key, loaded)
@@ -175,8 +176,9 @@ def read_config(path: Path, given: dict[str, Any]) -> EvalConfig:
     """The eval config at ``path`` with the overrides ``given`` (already checked) on top."""
     try:
         text = path.read_text()
-        loaded = yaml.safe_load(text) or {}
-        lines = _key_lines(text)
+        node, loaded = load_yaml(text)
+        loaded = loaded or {}
+        lines = _key_lines(node)
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         raise DatasetError(path, f"not a readable YAML eval config ({exc})") from None
     if not isinstance(loaded, dict):
@@ -197,9 +199,8 @@ def read_config(path: Path, given: dict[str, Any]) -> EvalConfig:
     return config
 
 
-def _key_lines(text: str) -> dict[str, int]:
-    """The line (from 1) each top-level key of the YAML ``text`` is on."""
-    node = yaml.compose(text)
+def _key_lines(node: yaml.Node | None) -> dict[str, int]:
+    """The line (from 1) each top-level key of a YAML document's ``node`` is on."""
     if not isinstance(node, yaml.MappingNode):
         return {}
     return {str(key.value): key.start_mark.line + 1 for key, _ in node.value}

@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 import yaml
 
-from pytest_codebench.benchmarks.records import Line
+from pytest_codebench.benchmarks.records import Line, load_yaml
 from pytest_codebench.cases import Case
 from pytest_codebench.errors import DatasetError
 
@@ -181,8 +181,7 @@ def _read_spec(spec: Path) -> tuple[dict[str, Any], dict[str, int]]:
     """The spec's mapping and the line of each key; duplicate keys are refused."""
     try:
         text = spec.read_text(encoding="utf-8")
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        values = yaml.safe_load(text)
+        node, values = load_yaml(text)
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
         mark = getattr(exc, "problem_mark", None)
         raise DatasetError(spec, f"not valid YAML ({exc})", line=mark.line + 1 if mark else None) from None
