@@ -9,6 +9,7 @@ PIE 2024). A row that cannot be graded becomes one error case saying why.
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from typing import Any
 from pytest_codebench.cases import Case
 from pytest_codebench.errors import DatasetError
 
+from .. import tree_files
 from ..records import Line, read_jsonl
 from .config import EvalConfig, located
 from .sandbox import COUNTED_SLOWDOWN
@@ -62,14 +64,17 @@ class PieRow:
 
 def test_cases(folder: Path) -> tuple[list[int], str | None]:
     """The test case indices present (gaps allowed, as in PIE 2024), and a note on gaps."""
-    if not folder.is_dir():
+    if not tree_files.is_dir(folder):
         raise DatasetError(folder, "no test-case folder for this problem")
     indices = sorted(
         int(match.group(1))
         for path in folder.iterdir()
         if (match := re.fullmatch(r"input\.(\d+)\.txt", path.name))
-        and (folder / f"output.{match.group(1)}.txt").exists()
+        and os.path.lexists(folder / f"output.{match.group(1)}.txt")
     )
+    for index in indices:  # the harness never reads a test case through a link
+        for name in (f"input.{index}.txt", f"output.{index}.txt"):
+            tree_files.check(folder / name)
     if not indices:
         raise DatasetError(folder, "no input.N.txt / output.N.txt pair")
     gaps = sorted(set(range(indices[-1] + 1)) - set(indices))

@@ -37,6 +37,7 @@ from pytest_codebench.errors import HarnessError
 from pytest_codebench.runners import Runner, RunResult
 from pytest_codebench.workspace import cleanup
 
+from .. import tree_files
 from .rules import Failure, ProgramRun, judge, stdout_limit
 
 # Every run's folder has this name in the item's private root, so that every program runs from
@@ -189,7 +190,7 @@ class Sandbox:
             return self.runner.run(command, cwd=folder, timeout=30, shared=self.shown)
 
     def expected(self, test: int) -> str:
-        return (self.tests / f"output.{test}.txt").read_text(errors="replace")
+        return tree_files.read_file(self.tests / f"output.{test}.txt").decode(errors="replace")
 
     def command(self, program: Program | None, counter: str = "", limit: int = 0) -> str:
         """The shell command running ``program`` (None: the bare interpreter) in its folder,
@@ -217,7 +218,7 @@ class Sandbox:
         read back (up to the limit the expected output sets)."""
         expected = self.tests / f"output.{test}.txt"
         limit = stdout_limit(expected.stat().st_size if expected.exists() else 0, self.launch.output_limit)
-        stdin = (self.tests / f"input.{test}.txt").read_bytes()
+        stdin = tree_files.read_file(self.tests / f"input.{test}.txt")
         timeout = self.launch.max_time * (COUNTED_SLOWDOWN if counter else 1)
         files = [self.runnable[program]] if program is not None else []
         with self.folder(files) as folder:

@@ -16,6 +16,8 @@ from __future__ import annotations
 import datetime
 import difflib
 import hashlib
+import os
+import stat
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,11 +30,14 @@ from pytest_codebench.benchmarks.records import Line, load_yaml
 from pytest_codebench.cases import Case
 from pytest_codebench.errors import DatasetError
 
+from ... import tree_files
 from ...records import sha256_file
 from .datapacks import read_problems
 from .records import Problem, check_problem
 
 SPEC = "problem-spec.yaml"
+# A spec is a page of YAML; one past this is refused unread.
+MAX_SPEC = 1 << 20
 PATCH_SUFFIXES = (".patch", ".diff")
 PROBLEM_TYPES = ("cuda_cpp", "cuda_python")
 # NVIDIA's ValidGroup (data/data_model.py, 2026.2).
@@ -94,12 +99,20 @@ def tree_argument(config: pytest.Config) -> Path | None:
 def problem_folders(root: Path) -> Iterator[Path]:
     """Every problem folder under ``root``, depth first in name order (as NVIDIA's loader).
     ``root`` itself is never one: pytest imports the conftest.py of a folder given as its
-    argument and of its ``test*`` folders, where a Python problem keeps its tests."""
-    for folder in sorted(p for p in root.iterdir() if p.is_dir()):
-        if (folder / SPEC).is_file():
-            yield folder
-        else:
-            yield from problem_folders(folder)
+    argument and of its ``test*`` folders, where a Python problem keeps its tests. No link is
+    followed: a link to a folder is yielded as a problem folder, which read_problem refuses."""
+    with os.scandir(root) as scan:
+        entries = sorted(scan, key=lambda entry: entry.name)
+    for entry in entries:
+        folder = root / entry.name
+        if entry.is_symlink():
+            if entry.is_dir():
+                yield folder
+        elif entry.is_dir(follow_symlinks=False):
+            if os.path.lexists(folder / SPEC):
+                yield folder
+            else:
+                yield from problem_folders(folder)
 
 
 def read_tree(root: Path) -> tuple[dict[str, Problem], list[Case]]:
@@ -127,6 +140,7 @@ def read_problem(folder: Path) -> tuple[dict[str, Any], str | None]:
     spec = folder / SPEC
     record: dict[str, Any] = {}
     try:
+        tree_files.check(folder)
         values, lines = _read_spec(spec)
         record["task_id"] = values.get("task_id") if isinstance(values.get("task_id"), str) else None
         _check_fields(spec, values, lines)
@@ -145,9 +159,9 @@ def read_problem(folder: Path) -> tuple[dict[str, Any], str | None]:
 def read_solution(folder: Path, record: dict[str, Any]) -> dict[str, Any]:
     """``solution/`` as a solution record: its files, or its one ``.patch``/``.diff``."""
     where = folder / "solution"
-    if not where.is_dir():
+    if not tree_files.is_dir(where):
         raise DatasetError(where, "no solution folder (the reference answer goes there)")
-    files = sorted(p for p in where.rglob("*") if p.is_file())
+    files = tree_files.files_under(where)
     patches = [p for p in files if p.suffix.lower() in PATCH_SUFFIXES]
     task_id = record["task_id"]
     if len(patches) == 1 and len(files) == 1:
@@ -171,16 +185,26 @@ def tree_hash(root: Path) -> str:
     """sha256 over every problem folder's files (relative path and content, in order)."""
     digest = hashlib.sha256()
     for folder in problem_folders(root):
-        for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        found = [(folder, os.lstat(folder))] if folder.is_symlink() else tree_files.walk(folder)
+        for path, info in found:
             digest.update(path.relative_to(root).as_posix().encode() + b"\0")
-            digest.update(hashlib.sha256(path.read_bytes()).digest())
+            # A link (refused when read) is hashed by its target, never read through.
+            data = tree_files.read_file(path) if stat.S_ISREG(info.st_mode) else _link_text(path)
+            digest.update(hashlib.sha256(data).digest())
     return digest.hexdigest()
+
+
+def _link_text(path: Path) -> bytes:
+    try:
+        return b"link\0" + os.fsencode(os.readlink(path))
+    except OSError:
+        return b"not a file\0"
 
 
 def _read_spec(spec: Path) -> tuple[dict[str, Any], dict[str, int]]:
     """The spec's mapping and the line of each key; duplicate keys are refused."""
     try:
-        text = spec.read_text(encoding="utf-8")
+        text = tree_files.read_file(spec, MAX_SPEC).decode("utf-8")
         node, values = load_yaml(text)
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
         mark = getattr(exc, "problem_mark", None)
@@ -250,14 +274,13 @@ def _record(folder: Path, values: dict[str, Any], lines: dict[str, int]) -> dict
 
 def _files(folder: Path) -> list[dict[str, str]]:
     """The folder's files (relative paths, text), as a record's file list; none when it is absent."""
-    if not folder.is_dir():
+    if not tree_files.is_dir(folder):
         return []
     return [
-        {"path": path.relative_to(folder).as_posix(), "content": _text(path)}
-        for path in sorted(p for p in folder.rglob("*") if p.is_file())
+        {"path": path.relative_to(folder).as_posix(), "content": _text(path)} for path in tree_files.files_under(folder)
     ]
 
 
 def _text(path: Path) -> str:
     # NVIDIA's loader reads undecodable bytes as replacement characters, and so does this.
-    return path.read_bytes().decode("utf-8", errors="replace")
+    return tree_files.read_file(path).decode("utf-8", errors="replace")
