@@ -249,9 +249,9 @@ class Plan:
 
     def argv(self, command: str, cwd: Path, clock_fd: int, extra: Mounts) -> list[str]:
         tail = [command, str(clock_fd), self.limits] if self.clocked else ["sh", "-c", command]
-        # Last, once every mount point is made: the sandbox's root and /dev (tmpfs of no size,
-        # which a caller that is not root owns) read-only; device nodes stay writable.
-        sealed = ["--remount-ro", "/dev", "--remount-ro", "/"]
+        # Last, once every mount point is made: the sandbox's root, /dev and the masks (tmpfs of
+        # no size, which a caller that is not root owns) read-only; device nodes stay writable.
+        sealed = [arg for folder in ("/dev", *self.mounts_made[2], "/") for arg in ("--remount-ro", folder)]
         return [*self.head, *extra.argv, *sealed, "--chdir", str(cwd), "--", *self.chain, *tail]
 
     def mounts(self, cwd: Path, toolchain: str | None, shared: Mapping[Path, bool]) -> Mounts:
