@@ -44,6 +44,14 @@ class Budget:
     refused: int = 100
 
 
+# A model's output (ComputeEval solutions, PIE generations, TensorBench predictions) is a few
+# MB: read up to MAX_MODEL_OUTPUT bytes, a record of a handful of values (a file or a diff per
+# problem and sample), 1,000,000 values in all (1,000 problems x 100 samples x 10). An 88 KB
+# gzip of ``{}`` under the dataset's 256 MiB cap would have taken the harness past 7 GB.
+MAX_MODEL_OUTPUT = 32 << 20
+MODEL_OUTPUT = Budget(record=10_000, total=1_000_000)
+
+
 @dataclasses.dataclass(frozen=True)
 class Line:
     """One line of a JSONL file: its 1-based number, its exact bytes (with the newline the
@@ -136,19 +144,22 @@ def _field_past(raw: bytes, budget: int) -> str | None:
     return field if isinstance(field, str) else None
 
 
-def read_records(label: str, data: bytes) -> Iterator[Line]:
+def read_records(label: str, data: bytes, budget: Budget = Budget()) -> Iterator[Line]:
     """The objects of a JSON array, or of JSON lines, each with the line it starts on.
 
     One bad element of an array becomes a line with an error; an array that is not valid
-    JSON cannot be split into records and raises :class:`DatasetError` for the whole file."""
+    JSON cannot be split into records, nor one past the ``budget``'s total of values (counted
+    before decoding), and raises :class:`DatasetError` for the whole file."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise DatasetError(label, f"not UTF-8 ({exc})") from None
     start = len(text) - len(text.lstrip())
     if not text.startswith("[", start):
-        yield from read_jsonl(label, data)
+        yield from read_jsonl(label, data, budget)
         return
+    if budget.total is not None and values_in(data) > budget.total:
+        raise DatasetError(label, f"holds more than {budget.total} JSON values: not decoded")
     decoder = json.JSONDecoder()
     position = start + 1
     try:

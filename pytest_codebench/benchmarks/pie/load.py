@@ -18,7 +18,7 @@ from pytest_codebench.cases import Case
 from pytest_codebench.errors import DatasetError
 
 from .. import tree_files
-from ..records import Line, read_jsonl
+from ..records import MAX_MODEL_OUTPUT, MODEL_OUTPUT, Line, read_capped, read_jsonl
 from .config import EvalConfig, located
 from .sandbox import COUNTED_SLOWDOWN
 
@@ -108,7 +108,8 @@ class Loader:
         assert tests_root is not None  # a required key
         label, cases = str(generations), []
         taken: set[str] = set()
-        for row_index, line in enumerate(read_jsonl(label, generations.read_bytes())):
+        generated = read_capped(generations, MAX_MODEL_OUTPUT)  # a model's: bounded (records.py)
+        for row_index, line in enumerate(read_jsonl(label, generated, MODEL_OUTPUT)):
             if 0 <= self.config.num_problems_to_evaluate <= row_index:
                 break
             name = f"{generations.name}:{line.number}"

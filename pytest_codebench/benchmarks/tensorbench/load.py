@@ -18,7 +18,7 @@ from pytest_codebench.cases import Case, Dataset
 from pytest_codebench.errors import DatasetError
 from pytest_codebench.sweeps.solution_sets import SolutionSet, set_name, sweep
 
-from ..records import Line, read_records, require, seconds, sha256_file
+from ..records import MAX_MODEL_OUTPUT, MODEL_OUTPUT, Line, read_capped, read_records, require, seconds, sha256_file
 
 DEFAULT_TEST_TIMEOUT = 3000
 # --codebench-solutions gold: each task's reference patch, SWE-bench's ``patch`` field.
@@ -80,7 +80,7 @@ def model_names(predictions: Path) -> list[str]:
     """The ``model_name_or_path`` values of a predictions file, in order of first use; none
     where it cannot be read (loading it says why)."""
     try:
-        lines = list(read_records(str(predictions), predictions.read_bytes()))
+        lines = list(read_records(str(predictions), read_capped(predictions, MAX_MODEL_OUTPUT), MODEL_OUTPUT))
     except (OSError, DatasetError):
         return []
     names = [line.value.get("model_name_or_path") for line in lines if isinstance(line.value, dict)]
@@ -133,7 +133,7 @@ def read_predictions(path: Path, dataset: str, tasks: dict[str, Task]) -> Iterat
     """Every prediction in file order; one that names no task of ``dataset`` is an error."""
     if not path.exists():
         raise DatasetError(path, "--codebench-solutions: no such file")
-    for line in read_records(str(path), path.read_bytes()):
+    for line in read_records(str(path), read_capped(path, MAX_MODEL_OUTPUT), MODEL_OUTPUT):
         record = line.value or {}
         instance = record.get("instance_id")
         name = instance if isinstance(instance, str) else f"{path.name}:{line.number}"

@@ -7,19 +7,19 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from pytest_codebench.benchmark import Sample, join_samples
-from pytest_codebench.benchmarks.records import Budget, archive_members, is_archive, read_capped, read_jsonl
+from pytest_codebench.benchmarks.records import (
+    MAX_MODEL_OUTPUT,
+    MODEL_OUTPUT,
+    archive_members,
+    is_archive,
+    read_capped,
+    read_jsonl,
+)
 from pytest_codebench.cases import Case
 from pytest_codebench.errors import DatasetError
 from pytest_codebench.sweeps.solution_sets import SolutionSet, sweep
 
 from .records import Problem, check_problem, check_solution, hash_mismatch, read_metadata
-
-# A model's solutions datapack is a few MB (a file or a diff per problem and sample); the
-# dataset's cap, 256 MiB, would let an 88 KB gzip of ``{}`` drive the harness past 7 GB. What
-# is read of one is bounded far lower: its bytes, the values of one record (a solution holds
-# a handful), and the values of the whole file (1,000 problems x 100 samples x 10).
-MAX_SOLUTIONS = 32 << 20
-SOLUTIONS_BUDGET = Budget(record=10_000, total=1_000_000)
 
 
 def swept_cases(
@@ -64,11 +64,11 @@ def samples(given: str | None, problems: dict[str, Problem]) -> Iterator[Sample]
     if not path.exists():
         raise DatasetError(path, "--codebench-solutions: no such file")
     if is_archive(path):
-        data = archive_members(path, ["solutions.jsonl"], MAX_SOLUTIONS)["solutions.jsonl"]
+        data = archive_members(path, ["solutions.jsonl"], MAX_MODEL_OUTPUT)["solutions.jsonl"]
         label = f"{path}:solutions.jsonl"
     else:
-        data, label = read_capped(path, MAX_SOLUTIONS), str(path)
-    for line in read_jsonl(label, data, SOLUTIONS_BUDGET):
+        data, label = read_capped(path, MAX_MODEL_OUTPUT), str(path)
+    for line in read_jsonl(label, data, MODEL_OUTPUT):
         record = line.value or {}
         given = record.get("task_id")
         name = given if isinstance(given, str) else f"{path.name}:{line.number}"
