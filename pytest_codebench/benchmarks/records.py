@@ -46,10 +46,12 @@ class Budget:
 
 # A model's output (ComputeEval solutions, PIE generations, TensorBench predictions) is a few
 # MB: read up to MAX_MODEL_OUTPUT bytes, a record of a handful of values (a file or a diff per
-# problem and sample), 1,000,000 values in all (1,000 problems x 100 samples x 10). An 88 KB
-# gzip of ``{}`` under the dataset's 256 MiB cap would have taken the harness past 7 GB.
+# problem and sample: a one-file solution counts 14), 300,000 values in all (1,000 problems x
+# 20 samples of one file). Each valid record is an item (1.9 KB each to collect): the total
+# bounds them too, to 30,000 of the smallest. An 88 KB gzip of ``{}`` under the dataset's 256
+# MiB cap would have taken the harness past 7 GB.
 MAX_MODEL_OUTPUT = 32 << 20
-MODEL_OUTPUT = Budget(record=10_000, total=1_000_000)
+MODEL_OUTPUT = Budget(record=10_000, total=300_000)
 
 
 @dataclasses.dataclass(frozen=True)
