@@ -5,7 +5,6 @@ runners and fixtures alike."""
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import re
 import secrets
@@ -17,6 +16,7 @@ from typing import Any, TypedDict
 
 import pytest
 
+from . import names
 from .once import LOCK_DIR, once
 from .options import KEEP_LOGS, RUN_DIR, Settings
 from .workspace import cleanup
@@ -118,9 +118,8 @@ def slug(text: str) -> str:
     size = len(plain.encode())
     if (unchanged or _CASE_ID.fullmatch(text)) and plain not in (".", "..") and size <= MAX_SLUG:
         return plain
-    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:10]
-    start = plain.encode()[: MAX_SLUG - 11].decode("utf-8", "ignore")
-    return f"{start or '_'}+{digest}"
+    # The hash rule of every name made from others' text (names.safe_name).
+    return names.hashed(text, plain or "_", MAX_SLUG)
 
 
 def host_identity() -> str:

@@ -36,7 +36,8 @@ def write_atomically(path: Path, data: str | bytes) -> None:
     handle, partial = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(handle, "wb") as file:
-            file.write(data.encode() if isinstance(data, str) else data)
+            # Text that holds a lone surrogate (a name that was not valid UTF-8) as its escape.
+            file.write(data.encode("utf-8", "backslashreplace") if isinstance(data, str) else data)
         os.replace(partial, path)
     except BaseException:
         with contextlib.suppress(OSError):

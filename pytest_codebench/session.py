@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import sys
 import time
 from collections.abc import Generator
 from pathlib import Path
@@ -23,6 +24,7 @@ from .reports.harness import harness_version
 from .reports.html import write_html
 from .reports.junit_suite import add_to_junit
 from .reports.model_tests import ModelComparison, comparison_lines, comparison_markdown, model_comparisons
+from .reports.outputs import Writer, failure_line, write_outputs
 from .reports.reporting import (
     Invocation,
     ItemResult,
@@ -73,6 +75,8 @@ class CodebenchSession:
         #: What the figures are over (a selection, an interruption), set as the session finishes.
         self.scope = Scope()
         self.is_worker = hasattr(config, "workerinput")
+        #: The outputs that could not be written at the end, each named with its error.
+        self.write_failures: list[str] = []
         #: Verdicts from the store and from duplicates (its run identity asked on first use).
         self.reuse = Reuse(
             benchmark,
@@ -209,34 +213,13 @@ class CodebenchSession:
         # In one order whatever order xdist finished them in: metrics summed over the items come
         # out the same to the last digit in every run, and in a merge of its shards.
         self.results.sort(key=lambda result: result["nodeid"])
-        self.benchmark.finish(self.results)
         self.scope = self._scope()
         self.summary = self.benchmark.score_record(self.results)
         self.models = model_summaries(self.benchmark.score_record, self.results)
         self.comparisons = model_comparisons(self.results, self.benchmark.compared_problems)
-        add_to_junit(self.config, self.summary, self.models, self.scope)
-        run = self.run_info()
-        report_path, html_dir = self.settings[REPORT], self.settings[HTML]
-        if report_path or html_dir:
-            models = {name: model.to_json() for name, model in self.models.items()}
-            report = {
-                **report_json(run, self.results, self.summary, models),
-                "comparisons": self.comparisons,
-                **self.scope.to_json(),
-                **plan_part(self.part),
-            }
-            if report_path:
-                write_report(Path(report_path), report)
-            if html_dir:  # the page is the JSON report's, drawn: after it, from the same dict
-                write_html(report, Path(html_dir))
-        markdown_path = self.settings[MARKDOWN]
-        if markdown_path and self.results:
-            first = next((result for result in self.results if result["dataset_sha256"]), self.results[0])
-            dataset = markdown.dataset_label(str(self.dataset_path), first["dataset_sha256"], first["dataset_release"])
-            whole = ModelSummary(self.summary, counts(self.results))
-            named = shown(self.models, whole, run["model"])
-            text = markdown.report(self.benchmark, dataset, whole, named, self.scope.lines())
-            markdown.publish(Path(markdown_path), text + comparison_markdown(self.comparisons))
+        self.write_failures = write_outputs(self._writers(self.summary))
+        if self.write_failures and self.config.pluginmanager.get_plugin("terminalreporter") is None:
+            sys.stderr.write("".join(f"codebench: {line}\n" for line in self.write_failures))
         gate = self.fail_under()
         # Only a run that graded decides by score: interruptions and usage errors stand.
         if gate is not None and exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
@@ -244,6 +227,50 @@ class CodebenchSession:
                 session.exitstatus = pytest.ExitCode.TESTS_FAILED
             else:
                 session.exitstatus = CANNOT_JUDGE if gate.unjudged else pytest.ExitCode.OK
+
+    def _writers(self, summary: Summary) -> list[Writer]:
+        """Every output of the run, the JSON report first, each on its own: one that fails
+        (a disk full, a path that cannot be written) leaves the others written."""
+        report_path, html_dir, markdown_path = self.settings[REPORT], self.settings[HTML], self.settings[MARKDOWN]
+        writers = []
+        if report_path:
+            writers.append(
+                Writer(f"the JSON report ({REPORT.cli})", lambda: write_report(Path(report_path), self._report))
+            )
+        junit = Writer("JUnit's suite properties", lambda: add_to_junit(self.config, summary, self.models, self.scope))
+        writers.append(junit)
+        if html_dir:  # the page is the JSON report's, drawn: from the same dict
+            writers.append(Writer(f"the HTML report ({HTML.cli})", lambda: write_html(self._report, Path(html_dir))))
+        if markdown_path and self.results:
+            text = functools.cache(lambda: self._markdown(summary))
+            writers.append(
+                Writer(f"the markdown report ({MARKDOWN.cli})", lambda: markdown.write(Path(markdown_path), text()))
+            )
+            summary_file = f"GitHub's job summary (${markdown.STEP_SUMMARY})"
+            writers.append(Writer(summary_file, lambda: markdown.append_to_step_summary(text())))
+        writers.append(Writer(f"{self.benchmark.name}'s own outputs", lambda: self.benchmark.finish(self.results)))
+        return writers
+
+    @functools.cached_property
+    def _report(self) -> dict[str, Any]:
+        """The JSON report, which the page draws too."""
+        assert self.summary is not None
+        models = {name: model.to_json() for name, model in self.models.items()}
+        return {
+            **report_json(self.run_info(), self.results, self.summary, models),
+            "comparisons": self.comparisons,
+            **self.scope.to_json(),
+            **plan_part(self.part),
+        }
+
+    def _markdown(self, summary: Summary) -> str:
+        """The markdown report, for its file and GitHub's job summary."""
+        first = next((result for result in self.results if result["dataset_sha256"]), self.results[0])
+        dataset = markdown.dataset_label(str(self.dataset_path), first["dataset_sha256"], first["dataset_release"])
+        whole = ModelSummary(summary, counts(self.results))
+        named = shown(self.models, whole, self.run_info()["model"])
+        text = markdown.report(self.benchmark, dataset, whole, named, self.scope.lines())
+        return text + comparison_markdown(self.comparisons)
 
     def _scope(self) -> Scope:
         dataset_items = self.context.stored(DATASET_ITEMS)
@@ -301,6 +328,15 @@ class CodebenchSession:
             self.runner.close()
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        """The run's account, then each output that could not be written (this one included)."""
+        try:
+            self._terminal_summary(terminalreporter)
+        except Exception as exc:  # noqa: BLE001 - said below, as the other outputs' failures are
+            self.write_failures.append(failure_line("the terminal summary", exc))
+        for line in self.write_failures:
+            terminalreporter.write_line(f"codebench: {line}", red=True)
+
+    def _terminal_summary(self, terminalreporter: Any) -> None:
         if self.summary is None or not self.results:
             return  # no item of the benchmark ran (a user's own tests, a collection error)
         write = terminalreporter.write_line

@@ -50,11 +50,21 @@ def render(heading: str, rows: Sequence[Row], details: Mapping[str, Sequence[str
 def publish(path: Path | None, text: str) -> None:
     """``text`` to ``path``, and appended to the job summary where GitHub names one."""
     if path is not None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomically(path, text)
+        write(path, text)
+    append_to_step_summary(text)
+
+
+def write(path: Path, text: str) -> None:
+    """``text`` to ``path`` (a lone surrogate, from a name that was not valid UTF-8, as its escape)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomically(path, text)
+
+
+def append_to_step_summary(text: str) -> None:
+    """``text`` appended to the job summary, where GitHub names one."""
     summary = os.environ.get(STEP_SUMMARY)
     if summary:
-        with open(summary, "a", encoding="utf-8") as stream:
+        with open(summary, "a", encoding="utf-8", errors="backslashreplace") as stream:
             stream.write(text + "\n")
 
 

@@ -18,6 +18,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..names import MAX_NAME, hashed
+
 if TYPE_CHECKING:
     from ..cases import Case
 
@@ -119,9 +121,13 @@ def display_name(sets: Sequence[SolutionSet], suffixes: Sequence[str]) -> str | 
 def set_name(model: str) -> str:
     """A model's own name (``openai/gpt-4o``) as a set's name: ``/`` becomes ``__`` (as
     SWE-bench names its files), anything else that would break an item's id (``:``,
-    brackets, spaces) ``_``."""
+    brackets, spaces) ``_``; a name left empty (``..``) or too long for a file name ends in a
+    hash of the model's whole name (:func:`~pytest_codebench.names.hashed`), so that two
+    models keep two sets."""
     name = re.sub(r"[^\w.+@-]", "_", model.strip().replace("/", "__")).lstrip("_.+@-")
-    return name or "unnamed"
+    if not name:  # ``.``, ``..``: two such models still make two sets
+        return hashed(model, "unnamed")
+    return name if len(name.encode()) <= MAX_NAME else hashed(model, name)
 
 
 def _suffix(file_name: str, suffixes: Sequence[str]) -> str | None:

@@ -9,6 +9,7 @@ import shutil
 import stat
 from pathlib import Path
 
+from ..names import safe_name
 from ..verdict import Verdict
 
 # The figure that says where the logs of a served verdict are, or why they are not.
@@ -32,7 +33,7 @@ def bring_logs(verdict: Verdict, into: Path, run: str) -> Verdict:
             gone.append(phase)
             continue
         into.mkdir(parents=True, exist_ok=True)
-        target = into / f"stored-{source.name}"
+        target = into / safe_name(f"stored-{source.name}")
         shutil.copyfile(source, target, follow_symlinks=False)
         kept[phase] = str(target)
     said = (

@@ -20,6 +20,7 @@ from pathlib import Path
 from filelock import FileLock
 
 from ..errors import HarnessError
+from ..names import name_with
 
 FETCH_TIMEOUT = 1800
 GIT_TIMEOUT = 300
@@ -71,8 +72,8 @@ class Mirror:
     @property
     def path(self) -> Path:
         name = re.sub(r"[^\w.-]+", "_", self.url.rstrip("/").rsplit("/", 1)[-1]).removesuffix(".git")
-        digest = hashlib.sha256(self.url.encode()).hexdigest()[:12]
-        return self.cache_dir / "git" / f"{name}-{digest}.git"
+        digest = hashlib.sha256(self.url.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+        return self.cache_dir / "git" / name_with(name, f"-{digest}.git")
 
     def has(self, commit: str) -> bool:
         return self.path.exists() and git("cat-file", "-e", f"{commit}^{{commit}}", cwd=self.path).returncode == 0

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 from pytest_codebench.cases import Case
+from pytest_codebench.names import name_with
 from pytest_codebench.options import text_option
 from pytest_codebench.reports.reporting import ItemResult
 from pytest_codebench.sweeps.solution_sets import SolutionSet
@@ -157,7 +158,7 @@ def write_graded_solutions(
     folder.mkdir(parents=True, exist_ok=True)
     written = []
     for datapack, rows in lines.items():
-        path = folder / f"{datapack}-graded-solutions.jsonl"
+        path = folder / name_with(datapack, "-graded-solutions.jsonl")
         path.write_text("".join(row + "\n" for row in rows))
         written.append(path)
     return written

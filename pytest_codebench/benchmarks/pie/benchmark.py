@@ -30,6 +30,7 @@ from pytest_codebench.cases import Case, Dataset
 from pytest_codebench.context import RunContext
 from pytest_codebench.errors import DatasetError
 from pytest_codebench.grading import Grading
+from pytest_codebench.names import MAX_NAME, name_with
 from pytest_codebench.options import ADAPTIVE_TRIALS, CACHE_DIR, DATASET, OUTPUT_LIMIT, SOLUTIONS, K
 from pytest_codebench.reports.comparison import Row
 from pytest_codebench.reports.reporting import ItemResult, Summary
@@ -336,7 +337,9 @@ class Pie(Benchmark):
             # The one set --codebench-solutions names without a name by hand is named by its file.
             given = self.solution_sets[0].path if self.settings[SOLUTIONS] else None
             name = model or (Path(given).name.removesuffix(".jsonl") if given else "")
-            target = path.with_name(f"{path.stem}.{name}{path.suffix}") if name else path
+            # The name a solutions file gave (a long one, say) must not end the report: safe_name.
+            room = MAX_NAME - len(path.stem.encode()) - 1
+            target = path.with_name(f"{path.stem}.{name_with(name, path.suffix, room)}") if name else path
             mine = [result for result in results if (result["model"] or "") == model]
             write_report(target, [case for case in cases if (case.model or "") == model], mine, column, references)
             self.outputs.append(f"PIE's report{f' of {name}' if name else ''}: {target}")

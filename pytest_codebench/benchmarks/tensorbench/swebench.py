@@ -11,7 +11,10 @@ working directory:
   (``{instance_id: {"resolved": ..., ...}}``).
 
 ``<model>`` is the set's name with ``/`` as ``__`` (SWE-bench's rule), ``<run_id>`` the run
-folder's name.
+folder's name. ``<model>`` and ``<instance_id>`` are the model's and the dataset's text: each is
+kept where it is a safe file name (every honest one), else made one by
+:func:`~pytest_codebench.names.safe_name` (a NUL, a name too long, ``..``, ``../../x``), so that
+no model's name ends the run's reports or writes outside DIR.
 
 SWE-bench counts instances (tasks), each with one prediction, over the whole dataset; so does
 this report. Where a set gives several predictions for a task (samples, for pass@k), the
@@ -44,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_codebench.cases import Case
+from pytest_codebench.names import MAX_NAME, safe_name
 from pytest_codebench.once import write_atomically
 from pytest_codebench.options import text_option
 from pytest_codebench.reports.reporting import ItemResult
@@ -99,11 +103,11 @@ class RunReport:
         }
 
 
-def model_name(set_name: str | None, cases: Sequence[Case | None]) -> str:
+def model_name(set_name: str | None, cases: Sequence[Case | None], limit: int = MAX_NAME) -> str:
     """The set's name: its solution set's, else the predictions' ``model_name_or_path``
-    (SWE-bench's ``/`` as ``__``)."""
+    (SWE-bench's ``/`` as ``__``), as a file name of at most ``limit`` bytes (:func:`safe_name`)."""
     given = set_name or next((n for c in cases if c and (n := (c.solution or {}).get("model_name_or_path"))), None)
-    return str(given or "model").replace("/", "__")
+    return safe_name(str(given or "model").replace("/", "__"), limit)
 
 
 def _test_output(result: ItemResult) -> str:
@@ -167,7 +171,7 @@ def _file(instance: str, samples: list[Case], results: dict[int, ItemResult], fo
     if result is None:
         report.error.add(instance)  # nothing ran: no folder, as SWE-bench leaves none
         return
-    here = folder / instance
+    here = folder / safe_name(instance)
     here.mkdir(parents=True, exist_ok=True)
     (here / "patch.diff").write_text(patch if isinstance(patch, str) else "")
     (here / "test_output.txt").write_text(_test_output(result))
@@ -193,12 +197,14 @@ def write_swebench(folder: Path, run_id: str, results: Sequence[ItemResult], cas
     for name, tasks in by_set.items():
         if not any((name, task_id) in graded for task_id in tasks):
             continue  # a set this run did not grade at all
-        model = model_name(name, [case for samples in tasks.values() for case in samples])
+        # The summary's name (``MODEL.RUN.json``) within the bound, as the folder's.
+        tail = f".{run_id}.json"
+        model = model_name(name, [case for samples in tasks.values() for case in samples], MAX_NAME - len(tail))
         report = RunReport()
         logs = folder / "logs" / "run_evaluation" / run_id / model
         for task_id, samples in tasks.items():
             _file(task_id, samples, graded.get((name, task_id), {}), logs, report)
-        summary = folder / f"{model}.{run_id}.json"
+        summary = folder / f"{model}{tail}"
         folder.mkdir(parents=True, exist_ok=True)
         write_atomically(summary, json.dumps(report.to_json(), indent=4) + "\n")
         written.append(summary)

@@ -18,6 +18,7 @@ from .records import ItemDetail, LogView, SolutionFile
 PER_FILE = 50
 # A log's file name under DIR/logs, from its item's position and phase: nothing of the model's.
 SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def shard_count(items: int) -> int:
@@ -25,9 +26,10 @@ def shard_count(items: int) -> int:
 
 
 def shard_of(nodeid: str, shards: int) -> int:
-    """FNV-1a (32 bits) of the node id's UTF-8 bytes, modulo ``shards``."""
+    """FNV-1a (32 bits) of the node id's UTF-8 bytes, modulo ``shards``; a lone surrogate is
+    U+FFFD, as the page's TextEncoder makes it."""
     digest = 0x811C9DC5
-    for byte in nodeid.encode():
+    for byte in LONE_SURROGATE.sub("\ufffd", nodeid).encode():
         digest = ((digest ^ byte) * 0x01000193) & 0xFFFFFFFF
     return digest % shards
 

@@ -110,18 +110,24 @@ def _write(report: Mapping[str, Any], out: Path) -> None:
         "speed": speed,
     }
     data = out / "data"
-    (data / "overview.js").write_text(loader_call("overview", overview))
+    _text(data / "overview.js", loader_call("overview", overview))
     for number, chunk in enumerate(chunks):
-        (data / f"matrix-{number}.js").write_text(loader_call(f"matrix-{number}", chunk))
+        _text(data / f"matrix-{number}.js", loader_call(f"matrix-{number}", chunk))
     if speed:
-        (data / "speed.js").write_text(loader_call("speed", speed_data(report, items, models)))
+        _text(data / "speed.js", loader_call("speed", speed_data(report, items, models)))
 
     def keep(relative: str, text: str) -> None:
         path = out / relative
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
+        _text(path, text)
 
     for shard, details in item_shards(items, keep):
-        (data / "items" / f"{shard}.js").write_text(loader_call(f"items/{shard}", details))
+        _text(data / "items" / f"{shard}.js", loader_call(f"items/{shard}", details))
     scripts = "\n".join(f'<script src="assets/js/{name}"></script>' for name in SCRIPTS)
     (out / "index.html").write_text(PAGE.replace("{scripts}", scripts))
+
+
+def _text(path: Path, text: str) -> None:
+    """``text`` as UTF-8, a lone surrogate (a task id or model name that was not valid UTF-8)
+    as its escape ``\\udcff``: inside the data's JSON strings, the same string again."""
+    path.write_bytes(text.encode("utf-8", "backslashreplace"))
