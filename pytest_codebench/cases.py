@@ -6,6 +6,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from .names import escape_surrogates
+
 
 @dataclasses.dataclass(frozen=True)
 class Case:
@@ -35,6 +37,15 @@ class Case:
     #: The image its commands run in, where its task names one of its own (ComputeEval's
     #: ``base_image``): container runners honour it, the local runner cannot.
     image: str | None = None
+
+    def __post_init__(self) -> None:
+        # What names the item (its node id, its files, the reports' keys) holds no lone
+        # surrogate (a dataset's or a model's text that was not UTF-8): as its escape, ``\udcff``,
+        # so that pytest's files, xdist's messages and every report can carry it.
+        for field in ("id", "task_id", "model", "group"):
+            value = getattr(self, field)
+            if isinstance(value, str):
+                object.__setattr__(self, field, escape_surrogates(value))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -85,13 +85,6 @@ def _judge(codebench_verdict: Verdict) -> None:
         pytest.fail(codebench_verdict.describe(), pytrace=False)
 
 
-def item_name(case_id: str) -> str:
-    """The item's name: its case's id, a lone surrogate in it (a dataset's text that was not
-    valid UTF-8) as its escape (``\\udcff``): pytest's own files (its cache of node ids) are
-    UTF-8, and one such id would end the session before any report is written."""
-    return case_id.encode("utf-8", "backslashreplace").decode()
-
-
 class DatasetFile(pytest.File):
     """The benchmark's dataset file; its children are the cases it holds."""
 
@@ -117,9 +110,7 @@ class DatasetFile(pytest.File):
         for case in self.dataset.cases:
             if part is not None and not part.keeps(case.task_id or case.id):
                 continue  # another part's: never an item here, so never in this run's metrics
-            item = CodebenchItem.from_parent(
-                self, name=item_name(case.id), callobj=_judge, case=case, fixtureinfo=shared
-            )
+            item = CodebenchItem.from_parent(self, name=case.id, callobj=_judge, case=case, fixtureinfo=shared)
             # Every item here has the same function and parent, so the same fixture closure:
             # resolved once, as pytest does for the items of one parametrized function. No public
             # API shares it (``fixtureinfo=`` and ``_fixtureinfo`` are pytest's own, its
@@ -204,7 +195,7 @@ class CodebenchItem(pytest.Function):
             self.add_marker(mark)
 
     def reportinfo(self) -> tuple[Any, int, str]:
-        return self.path, self.case.line, self.name
+        return self.path, self.case.line, self.case.id
 
 
 def place_skip(item: CodebenchItem, report: pytest.TestReport) -> None:

@@ -15,6 +15,7 @@ import hashlib
 import os
 import re
 import unicodedata
+from typing import Any
 
 # Bytes of UTF-8 a name may take. A file name may hold 255; the harness adds to some of them
 # (``report.NAME.jsonl``, ``NAME.RUN.json``, the ``.NAME.XXXXXXXX.tmp`` of an atomic write).
@@ -74,3 +75,20 @@ def name_with(text: str, suffix: str, limit: int = MAX_NAME) -> str:
     """``safe_name(text)`` followed by the harness's own ``suffix`` (``-graded-solutions.jsonl``),
     the two within ``limit`` bytes."""
     return safe_name(text, limit - len(suffix.encode())) + suffix
+
+
+# A lone surrogate: what Python makes of text that was not valid UTF-8 (a JSON ``\udcff``, a
+# file name's undecodable byte). No UTF-8 file and no execnet message (xdist) can hold one.
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def escape_surrogates(value: Any) -> Any:
+    """``value`` with each lone surrogate in its strings (dict keys, list and tuple members
+    too) as its escape, ``\\udcff``; the same object where there is none."""
+    if isinstance(value, str):
+        return value.encode("utf-8", "backslashreplace").decode() if _LONE_SURROGATE.search(value) else value
+    if isinstance(value, dict):
+        return {escape_surrogates(key): escape_surrogates(item) for key, item in value.items()}
+    if type(value) in (list, tuple):
+        return type(value)(escape_surrogates(item) for item in value)
+    return value

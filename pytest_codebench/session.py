@@ -16,6 +16,7 @@ from .case_images import ignored_line
 from .context import HOSTS_KEY, PRUNED_KEY, RunContext
 from .grading import EXPOSURE_KEY, VERDICT_KEY, Exposure
 from .items import DATASET_ITEMS, CodebenchItem, DatasetFile, chosen_by, dataset_nodeid, place_skip
+from .names import escape_surrogates
 from .options import ALLOW_ERRORS, FAIL_UNDER, HTML, KEEP_LOGS, MARKDOWN, REPORT, RUNNER, Settings
 from .reports import markdown
 from .reports.comparison import ModelSummary, model_summaries, shown, table, text_table
@@ -183,10 +184,21 @@ class CodebenchSession:
                 result["cached"], result["same_as"] = origin.cached, origin.same_as
             started = item.stash.get(STARTED_KEY, call.start)
             result["started"], result["wall_seconds"] = timestamp(started), round(call.stop - started, 3)
-            # Travels to the xdist controller with the report (builtins only).
+            # Travels to the xdist controller with the report (builtins only, and no lone
+            # surrogate: a task id or a model's name that was not UTF-8 is kept escaped, in
+            # every run alike, serial or not).
+            result = escape_surrogates(result)
             report.codebench = result  # type: ignore[attr-defined]
             item.user_properties.extend(junit_properties(self.benchmark.name, result))
         return report
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_report_to_serializable(self, report: pytest.TestReport) -> Generator[None, Any, Any]:
+        """A report as an xdist worker sends it: a lone surrogate anywhere in it (a reason that
+        quotes a name that was not UTF-8) as its escape, since execnet sends UTF-8 only and one
+        such string would end the run in an internal error."""
+        data = yield
+        return escape_surrogates(data)
 
     def pytest_report_teststatus(self, report: pytest.TestReport) -> tuple[str, str, str] | None:
         """The word ``-v`` (and ``-rf``) shows for a graded item: a failure names its category

@@ -19,7 +19,7 @@ from tensorbench_data import sample_rows, task, write_dataset
 
 from conftest import junit_items
 from pytest_codebench.context import slug
-from pytest_codebench.names import MAX_NAME, is_safe, name_with, safe_name
+from pytest_codebench.names import MAX_NAME, escape_surrogates, is_safe, name_with, safe_name
 
 # One of each: what ended the reports, what moved the logs, what is not text.
 HOSTILE = [
@@ -128,29 +128,43 @@ HOSTILE_IDS = [
 ]
 
 
+# Every attack at once: a climb, a NUL, 300 bytes, a control character, a byte that was not UTF-8.
+HOSTILE_MODEL = "../../" + "\x00" + "m" * 300 + "\x07\udcff"
+
+
 @pytest.mark.usefixtures("tensorbench_cache_dir")
 @pytest.mark.parametrize(
-    "model", ["../../" + "\x00" + "m" * 300 + "\x07\udcff", "sample-model"], ids=["hostile-model", "honest-model"]
+    ("model", "xdist"),
+    [(HOSTILE_MODEL, []), (HOSTILE_MODEL, ["-n", "2"]), ("sample-model", [])],
+    ids=["hostile-model-serial", "hostile-model-xdist", "honest-model-serial"],
 )
 def test_swebench_files_of_a_one_model_file_stay_in_their_folder_whatever_the_names(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, scorchlet: tuple[Path, dict[str, str]], model: str
+    pytester: pytest.Pytester,
+    monkeypatch: pytest.MonkeyPatch,
+    scorchlet: tuple[Path, dict[str, str]],
+    model: str,
+    xdist: list[str],
 ) -> None:
     """One model in the predictions file (the usual case): its name names SWE-bench's files,
-    and the dataset's instance ids their folders. The honest task's item passes in both runs."""
+    and the dataset's instance ids their folders. The honest task's item passes in every run;
+    under xdist, the reports that quote names that were not UTF-8 cross to the controller."""
     repo, shas = scorchlet
     passes, not_applied = sample_rows(0, 4)
     hostile_ids = [*HOSTILE_IDS, str(pytester.path / "absolute")]
     tasks = [task(shas, repo), *(task(shas, repo, instance_id=instance) for instance in hostile_ids)]
     rows = [{**passes, "model_name_or_path": model}]
-    rows += [{**not_applied, "instance_id": instance, "model_name_or_path": model} for instance in hostile_ids]
+    # The model's patches hold a byte that was not UTF-8 too (as JSON's escape of it).
+    patch = not_applied["model_patch"] + "+\udcff\n"
+    rows += [{"instance_id": instance, "model_name_or_path": model, "model_patch": patch} for instance in hostile_ids]
     args = write_dataset(pytester.path, repo, tasks, rows)
     before = files_under(pytester.path)
-    result = run_outputs(pytester, monkeypatch, "--codebench=tensorbench", *args, "--codebench-swebench-dir", "swe")
+    options = ["--codebench=tensorbench", *xdist, *args, "--codebench-swebench-dir", "swe"]
+    result = run_outputs(pytester, monkeypatch, *options)
     assert result.ret == 1, result.stdout.str()  # the hostile ids' patches do not apply: failed, not an error
     outputs_whole(pytester, result, before, ["swe"])
     [summary] = (pytester.path / "swe").glob("*.json")
     counts = json.loads(summary.read_text())
-    assert counts["resolved_ids"] == [SUB] and sorted(counts["error_ids"]) == sorted(hostile_ids)
+    assert counts["resolved_ids"] == [SUB] and counts["error_ids"] == sorted(escape_surrogates(hostile_ids))
     assert not (pytester.path.parent / "up-6").exists()
     [run_folder] = (pytester.path / "swe" / "logs" / "run_evaluation").iterdir()
     [model_folder] = run_folder.iterdir()
@@ -158,7 +172,10 @@ def test_swebench_files_of_a_one_model_file_stay_in_their_folder_whatever_the_na
     assert (model_folder.name == model) == (model == "sample-model")  # honest: SWE-bench's own name
     assert json.loads((model_folder / SUB / "report.json").read_text())[SUB]["resolved"] is True
     folders = {path.name for path in model_folder.iterdir()}
-    assert folders == {SUB, *(safe_name(instance) for instance in hostile_ids)}
+    # An id that was not UTF-8 is its escape (``bad\\udcfftask``) in every output, then made safe.
+    assert folders == {SUB, *(safe_name(escape_surrogates(instance)) for instance in hostile_ids)}
+    climbed = model_folder / safe_name(hostile_ids[0])
+    assert (climbed / "patch.diff").read_bytes().endswith(b"+\\udcff\n")  # the patch, as the model gave it
     items = junit_items(pytester.path / "junit.xml")
     assert items[f"{SUB}[0]"]["properties"]["category"] == "passed"
 

@@ -173,8 +173,9 @@ def _file(instance: str, samples: list[Case], results: dict[int, ItemResult], fo
         return
     here = folder / safe_name(instance)
     here.mkdir(parents=True, exist_ok=True)
-    (here / "patch.diff").write_text(patch if isinstance(patch, str) else "")
-    (here / "test_output.txt").write_text(_test_output(result))
+    # A patch holding a lone surrogate (a JSON escape of a byte that was not UTF-8) as its escape.
+    (here / "patch.diff").write_bytes((patch if isinstance(patch, str) else "").encode("utf-8", "backslashreplace"))
+    (here / "test_output.txt").write_bytes(_test_output(result).encode("utf-8", "backslashreplace"))
     if kind == "error":
         report.error.add(instance)
         return
