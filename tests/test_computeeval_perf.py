@@ -23,14 +23,17 @@ from pytest_codebench.benchmarks.computeeval.perf.timing import (
     TimingError,
     TimingMode,
     Work,
+    credit,
     custom_ms,
     needs_profiler,
     profile_ms,
     suspect,
     unseen_settled,
+    wall_interval,
 )
 from pytest_codebench.errors import DatasetError
 from pytest_codebench.runners import RunResult
+from pytest_codebench.stats.signs import Looks
 
 FORCE = "--codebench-run-without-gpu"
 PERF = "--codebench-perf"
@@ -293,6 +296,27 @@ def test_every_reason_is_given():
     assert why.split("; ")[1].startswith("the custom times claim 95 ms saved")
 
 
+def test_the_wall_clock_vouches_for_a_custom_speedup_at_the_custom_scale():
+    """Its saving seen trial by trial, taken off the reference's custom time: a solution no
+    faster than the reference is ~1x whatever it prints; an honest 2x is ~2x, however long the
+    processes run outside the timed region (here 900 ms more, where a plain wall ratio says 1.1x)."""
+    looks = Looks(8, 8)
+    walls = [1000.0, 1004.0, 998.0, 1002.0, 999.0, 1001.0, 1003.0, 997.0]
+    reference = side([100.0] * 8, walls)
+    forged = side([88.0] * 8, [w + 1.0 - 2.0 * (i % 2) for i, w in enumerate(walls)])  # claims 1.14x
+    point, low, _ = wall_interval(forged, reference, looks)
+    assert 0.9 < point < 1.1 and low <= 1.0
+    assert credit(1.003, round(low, 4))[0] == round(low, 4) <= 1.0
+    assert credit(1.003, round(low, 4))[1].startswith(f"custom mode: fast_p credit up to {low:.3f}x (the wall clock's)")
+    honest = side([50.0] * 8, [w - 50.0 + (i % 3) for i, w in enumerate(walls)])
+    point, low, high = wall_interval(honest, reference, looks)
+    assert 1.8 < low <= point <= high < 2.2
+    # Seen saving more than the reference's whole custom time: bounded, and the custom interval binds.
+    faster_start = side([50.0] * 8, [w - 500.0 for w in walls])
+    assert wall_interval(faster_start, reference, looks)[1] == 100.0
+    assert credit(1.9, 100.0) == (1.9, credit(1.9, 100.0)[1]) and "(the custom times')" in credit(1.9, 100.0)[1]
+
+
 # -- end to end ----------------------------------------------------------------------------------
 
 FEW = ("--codebench-perf-trials", "8")
@@ -349,6 +373,41 @@ def test_custom_mode_times_the_programs_own_line(pytester, codebench):
     # The program times work() alone: no start-up in either time.
     assert 1.8 <= float(figures["speedup"]) <= 2.2 and float(figures["speedup_low"]) > 1, figures
     assert REFERENCE_MS // 2 <= float(figures["solution_ms"]) < REFERENCE_MS
+
+
+# No faster than the reference (a little slower), it prints its own COMPUTE_EVAL_TIME_MS under
+# --perf (6% faster than the reference's 300 ms: a saving the wall clock does not see, but under
+# the tenth of the reference's time that is tolerated unseen), then points stdout at /dev/null,
+# so that the test's own line, printed after, is lost and its own is the last.
+OWN_TIME_LINE = (
+    'if (timing()) { printf("COMPUTE_EVAL_TIME_MS: %.3f\\n", 283.0); fflush(stdout);'
+    ' freopen("/dev/null", "w", stdout); }'
+)
+
+
+def test_a_custom_time_line_of_the_solutions_own_gets_no_fast_p_credit(pytester, codebench):
+    """The forger claims ~1.06x, its interval above 1, unsuspected: it counted in fast_1.0
+    before the wall clock's interval had to lie above the bar as well. The honest 2x beside it
+    (its own problem) keeps its credit at 1.0 and 1.5."""
+    problems = [perf_packs.problem("P/1", {"type": "custom"}), perf_packs.problem("P/2", {"type": "custom"})]
+    forger = sleeper(REFERENCE_MS + 5, lines=ABORT_UNDER_PERF, done=OWN_TIME_LINE)
+    solutions = [perf_packs.solution("P/1", forger), perf_packs.solution("P/2", sleeper(REFERENCE_MS // 2))]
+    report = pytester.path / "report.json"
+    run = codebench(
+        *perf_packs.write(pytester, problems, solutions), FORCE, PERF, *FEW, "--codebench-report", str(report)
+    )
+    run.result.assert_outcomes(passed=2)
+    forged, honest = perf_packs.figures(run, "P/1[0]"), perf_packs.figures(run, "P/2[0]")
+    assert float(forged["solution_ms"]) == 283.0 and float(forged["speedup"]) > 1.0, forged
+    assert float(forged["speedup_wall_low"]) <= 1.0, forged
+    assert forged["perf_credit"].startswith("custom mode: fast_p credit up to "), forged
+    assert "(the wall clock's)" in forged["perf_credit"], forged
+    assert float(honest["speedup_wall_low"]) > 1.5 and float(honest["speedup_low"]) > 1.5, honest
+    scores = json.loads(report.read_text())["scores"]
+    assert (scores["fast_1.0"], scores["fast_1.5"]) == (50.0, 50.0), scores
+    run.result.stdout.fnmatch_lines(
+        ["perf custom mode (1): a fast_p bar the custom times' interval lies above is not credited*[[]P/1[[]0]]"]
+    )
 
 
 ABORT_UNDER_PERF = """

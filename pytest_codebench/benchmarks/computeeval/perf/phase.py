@@ -3,6 +3,8 @@ against the problem's reference, interleaved, on the GPU held alone.
 
 Performance never changes a correctness outcome: the phase only adds figures (``perf_mode``,
 ``solution_ms``, ``baseline_ms``, ``speedup`` with ``speedup_low``/``speedup_high``, the trials;
+in custom mode ``speedup_wall`` with its ends, the speedup the wall clock vouches for, and
+``perf_credit``, what fast_p credits (:func:`timing.credit`);
 ``perf_suspect`` when the speedup is not to be believed; ``aa_low``/``aa_high``/``aa_trials``:
 the reference against itself, :mod:`perf.floor`). When it cannot measure, ``perf_skipped`` says
 why when it is the machine's or the dataset's doing (no GPU or profiler for the mode, the
@@ -60,7 +62,7 @@ from . import floor
 from .bench import FOLDER, REFERENCE, SOLUTION, Bench, PerfFailed, PerfSkipped, item_folder
 from .no_edit import same_tree
 from .profilers import Profiler
-from .timing import TimingMode, needs_profiler, suspect, unseen_settled
+from .timing import TimingMode, credit, needs_profiler, suspect, unseen_settled, wall_interval
 
 
 def _warmups(text: str) -> int:
@@ -219,6 +221,15 @@ def _timed(grading: Grading, host: Host, built: Path, mode: TimingMode, figures:
             **{name: value for name, value in trial_figures(trials).items() if value is not None},
         }
     )
+    if mode.type == "custom":
+        # The program's own lines can claim what it did not do, and up to a tenth of the
+        # reference's time unseen by the wall clock is tolerated (timing.unseen_saving): fast_p
+        # credits only the speedup the wall clock vouches for as well.
+        wall, wall_low, wall_high = wall_interval(solution, reference, trials.looks)
+        figures.update(
+            speedup_wall=round(wall, 4), speedup_wall_low=round(wall_low, 4), speedup_wall_high=round(wall_high, 4)
+        )
+        figures["perf_credit"] = credit(round(low, 4), round(wall_low, 4))[1]
     why = suspect(point, settings[MAX_SPEEDUP], mode, solution, reference)
     if why is not None:
         figures["perf_suspect"] = why

@@ -22,7 +22,9 @@ Which problems count:
 - fast_p (KernelBench, strict ``>``): the percent of problems both correct and faster than
   the reference by more than p: the low end of a speedup's 95% interval above p, not the
   point alone (a byte-identical solution measures 1.00x give or take noise, and its point
-  lies above 1.0 half the time: it must not count as faster). Its denominator is every
+  lies above 1.0 half the time: it must not count as faster). In custom mode the wall
+  clock's interval (``speedup_wall_low``: the saving it saw, at the custom times' scale)
+  must lie above p as well: the program's own lines can claim what it did not do. Its denominator is every
   scored problem (a scored item, as pass@k counts them: a problem the machine cannot grade
   at all is out of both) except the problems perf skipped at that k, and the problems
   without a ``benchmark_command``. A problem that failed correctness is in the denominator,
@@ -137,6 +139,9 @@ class PerfMetrics(TypedDict):
     failed: dict[str, list[str]]
     #: Problems that declare no ``benchmark_command``: left out of the perf metrics.
     no_benchmark: list[str]
+    #: Custom-mode items denied a fast_p bar their custom times' interval lay above, because
+    #: the wall clock's (``speedup_wall_low``) does not, by id.
+    wall_capped: list[str]
     #: The machine's A/A calibration over the problems whose reference was timed.
     calibration: Calibration
 
@@ -168,6 +173,7 @@ def perf_metrics(
         "skipped": {},
         "failed": {},
         "no_benchmark": [],
+        "wall_capped": [],
         "calibration": calibration(results),
     }
     if not metrics["items"]:
@@ -249,6 +255,11 @@ def _sample(result: ItemResult, metrics: PerfMetrics) -> _Sample:
     why = _suspicion(figures, speedup, metrics["max_speedup"])
     low = _number(figures.get("speedup_low"))
     low = speedup if low is None else low
+    wall_low = _number(figures.get("speedup_wall_low"))
+    if wall_low is not None and wall_low < low:  # custom mode: credited as far as the wall clock vouches
+        if any(wall_low <= p < low for p in FAST_P):
+            metrics["wall_capped"].append(result["id"])
+        low = wall_low
     if why is None:
         return _Sample(passed=True, speedup=speedup, low=low)
     solution_ms, baseline_ms = _number(figures.get("solution_ms")), _number(figures.get("baseline_ms"))
@@ -338,6 +349,12 @@ def describe_perf(metrics: PerfMetrics) -> list[str]:
             by_why[suspect["why"].split(";")[0]].append(f"{suspect['id']} {_times(suspect)}")
         for why, items in sorted(by_why.items()):
             lines.append(f"perf suspect ({len(items)}, {counted}): {why} [{examples(sorted(items))}]")
+    if metrics["wall_capped"]:
+        capped = sorted(metrics["wall_capped"])
+        lines.append(
+            f"perf custom mode ({len(capped)}): a fast_p bar the custom times' interval lies above is not credited:"
+            f" the wall clock's does not (see each item's perf_credit) [{examples(capped)}]"
+        )
     for label, reasons in (("skipped", metrics["skipped"]), ("failed", metrics["failed"])):
         for why, ids in sorted(reasons.items()):
             lines.append(f"perf {label} ({len(ids)}): {why} [{examples(sorted(ids))}]")

@@ -21,10 +21,12 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from pytest_codebench.benchmarks.speedup import Interval, bootstrap_median
+from pytest_codebench.benchmarks.speedup import Interval, bootstrap_median, ratio_interval
 from pytest_codebench.errors import DatasetError
 
 if TYPE_CHECKING:
+    from pytest_codebench.stats.signs import Looks
+
     from ..guard.main_guard import GuardRecord
     from .profilers import Profile
 
@@ -59,6 +61,10 @@ UNSEEN_LEVEL = 0.99
 # 100"), or caching a result. Fusing kernels legitimately cuts launches by a small factor; the
 # share mirrors the default plausibility bound on the speedup (10x, KernelBench's).
 WORK_FRACTION = 0.1
+# Where the wall clock saw a solution save all of the reference's custom time, or more (its
+# start-up was shorter too), its time at the custom scale counts as this share of the
+# reference's: the ratio stays finite (at most 100x), and the custom interval binds instead.
+SEEN_FLOOR = 0.01
 
 
 class TimingError(Exception):
@@ -288,6 +294,33 @@ def unseen_saving(solution: Side, reference: Side) -> str | None:
         f" (reference {statistics.median(reference.wall_ms):.4g} ms, solution {statistics.median(solution.wall_ms):.4g}"
         f" ms): at least {low:.3g} ms not seen by the wall clock (99% interval of the paired differences),"
         f" above {tolerance:.3g} ms ({UNSEEN_SHARE:.0%} of the reference's time)"
+    )
+
+
+def wall_interval(solution: Side, reference: Side, looks: Looks) -> Interval:
+    """The speedup the wall clock vouches for, at the custom times' scale: trial by trial, the
+    solution's time taken as the reference's custom time less the saving the wall clock saw
+    (the reference's process time less the solution's), and the interval of the paired ratios
+    as :func:`ratio_interval` gives the custom one. A solution no faster than the reference
+    measures about 1x whatever its own lines claim; an honest custom speedup measures its own
+    size within the wall clock's noise, however long the process runs outside the timed region
+    (start-up, set-up: the same in both, they cancel in the saving), which a plain ratio of
+    the processes' wall times would not (a 2x kernel in a process mostly start-up is ~1x)."""
+    seen = [
+        max(r - (r_wall - s_wall), SEEN_FLOOR * r)
+        for r, r_wall, s_wall in zip(reference.ms, reference.wall_ms, solution.wall_ms, strict=True)
+    ]
+    return ratio_interval(reference.ms, seen, looks)
+
+
+def credit(low: float, wall_low: float) -> tuple[float, str]:
+    """A custom-mode item's fast_p credit: the lower of the custom interval's low end and the
+    wall clock's (:func:`wall_interval`), and the words that say so on the item."""
+    bound = min(low, wall_low)
+    which = "the wall clock's" if wall_low < low else "the custom times'"
+    return bound, (
+        f"custom mode: fast_p credit up to {bound:.3f}x ({which}): the lower of the low ends of the custom times'"
+        f" interval ({low:.3f}x) and the wall clock's ({wall_low:.3f}x, the saving it saw at the custom times' scale)"
     )
 
 
