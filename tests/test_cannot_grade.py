@@ -178,3 +178,24 @@ def test_harness_errors_are_grouped_by_cause(pytester, codebench):
     # (The line is capped at the terminal's width: a long temporary path leaves less of the cause.)
     assert "problems.jsonl:1,2,3,...: field 'source_references'" in lines[0]
     assert lines[0].endswith(" [T/0, T/1, T/2, and 2 more]")
+
+
+def test_a_reference_that_timed_out_under_load_once_excuses_nothing_in_a_later_run(pytester, codebench, monkeypatch):
+    """Issue 36: one bad moment (the reference's test ran past its timeout while the machine was
+    loaded) once excused the problem's failures in every later run on the machine, from the
+    reference cache and the verdict store alike. The next run checks the reference again: it
+    passes now, so the model's wrong answer is its own failure; the right answer passes."""
+    # The load is outside the problem and the settings (their keys are the same in every run):
+    # a variable passed through by name, set in the first run only.
+    slow_under_load = 'if [ -n "$CODEBENCH_TEST_LOADED" ]; then sleep 20; fi; ./test.out'
+    problems = [packs.problem("T/1", test_command=slow_under_load, timeout_seconds=3)]
+    solutions = [packs.solution("T/1", packs.WRONG), packs.solution("T/1")]
+    args = [*write(pytester, problems, solutions), FORCE, "--codebench-env", "CODEBENCH_TEST_LOADED"]
+    monkeypatch.setenv("CODEBENCH_TEST_LOADED", "1")
+    first = codebench(*args)
+    assert first.outcome("T/1[0]") == "skipped"
+    assert "this machine cannot grade T/1: the reference fails too" in first.items["T/1[0]"]["message"]
+    monkeypatch.delenv("CODEBENCH_TEST_LOADED")
+    for later in (codebench(*args), codebench(*args)):
+        assert later.outcome("T/1[0]") == "test_failed", later.items["T/1[0]"]["message"]
+        assert later.outcome("T/1[1]") == "passed"
