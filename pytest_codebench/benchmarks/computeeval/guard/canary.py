@@ -8,7 +8,11 @@ What is left is code that forges the guard's records from inside the process (a 
 that finds the nonce in the guard's memory, writes "main returned 0" and ends with status 0).
 Such code cannot tell whether the test would have passed, so it ends the canary with status 0
 too, where the canary's ``__wrap_main`` (linked in with ``--wrap=main``) would have returned or
-``exit``-ed with its status K: the item is then tampered.
+``exit``-ed with its status K: the item is then tampered. A solution that calls ``__wrap_main``
+itself to learn K (in a fork, or nested in main, with main rewritten to return 0) learns 0: the
+object acts only on the first call in the process whose constructors it ran in. One that
+rewrites the test's main to return 0 and lets both runs take their course is not caught (a
+limit, docs/untrusted-code.md).
 
 The canary's build runs in a fresh copy of the problem and solution (its own workspace), with
 compiler shims first on PATH that add the harness object and ``--wrap=main`` to every command
@@ -57,14 +61,29 @@ COMPILERS = ("cc", "gcc", "g++", "c++", "clang", "clang++", "nvcc")
 # above (a shell's status for a signal, which the runners read as the signal) nor 200
 # (ComputeEval's "skipped").
 STATUSES = [status for status in range(2, 125) if status != 97]
+# The object acts once: on the first call of __wrap_main in the process whose constructors it
+# ran in (its constructor is the program's last: the object is the last input of the link),
+# the call __libc_start_main makes. Any other call (in a fork, from a constructor before its
+# own, nested in main) is main itself: a solution that calls it to learn the canary's status
+# learns what a real run would end with. The status is not an immediate of the code: two
+# per-run pads, read at run time, XOR to it.
 _OBJECT = r"""
 #include <stdlib.h>
+#include <unistd.h>
 int __real_main(int, char **, char **);
 static const char marker[] __attribute__((used)) = "{marker}";
+static volatile const unsigned {pad_a} = {a}u, {pad_b} = {b}u;
+static volatile pid_t {owner};
+static volatile int {entered};
+__attribute__((constructor)) static void {arm}(void) {{
+    if ({owner} == 0) {owner} = getpid();
+}}
 int __wrap_main(int argc, char **argv, char **envp) {{
     __asm__ volatile("" : : "r"(marker));
+    int {first} = {owner} == getpid() && !{entered};
+    {entered} = 1;
     int {value} = __real_main(argc, argv, envp);
-    if ({value} == 0) {end}({status});
+    if ({first} && {value} == 0) {end}((int)({pad_a} ^ {pad_b}));
     return {value};
 }}
 """
@@ -132,9 +151,14 @@ def build(grading: Grading) -> Built:
             secrets.token_hex(16),
         )
         source, object_ = f"{secrets.token_hex(6)}.c", f"{secrets.token_hex(6)}.o"
-        value = "v" + secrets.token_hex(4)
+        names = {
+            name: f"{name[0]}{secrets.token_hex(4)}"
+            for name in ("value", "pad_a", "pad_b", "owner", "entered", "arm", "first")
+        }
+        pad = secrets.randbits(32)
         end = "return" if returns else "exit"
-        (folder / source).write_text(_OBJECT.format(marker=marker, value=value, end=end, status=status))
+        code = _OBJECT.format(marker=marker, end=end, a=pad, b=pad ^ status, **names)
+        (folder / source).write_text(code)
         partial = f"{object_}.{os.getpid()}.tmp"
         script = _BUILD.format(partial=partial, source=source, object=object_)
         result = runner.run(script, cwd=folder, timeout=BUILD_TIMEOUT)
