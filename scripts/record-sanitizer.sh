@@ -37,12 +37,31 @@ __global__ void copy(const int *in, int *out) { out[threadIdx.x] = in[threadIdx.
 int main() { int *in, *out; cudaMalloc(&in, 1024); cudaMalloc(&out, 1024); copy<<<1, 256>>>(in, out);
              cudaDeviceSynchronize(); return 0; }
 CU
+cat > "$work/cleanwhenwatched.cu" <<'CU'
+// Issue 36: a program that tells the sanitizer's run apart (its injection variable, or its
+// libraries in /proc/self/maps) and races only where none watches. The gate reads it as
+// clean: the limit docs/untrusted-code.md states. Its plain run's words are kept beside it.
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+static bool watched() {
+    if (getenv("CUDA_INJECTION64_PATH")) return true;
+    FILE *maps = fopen("/proc/self/maps", "r"); char line[4096]; bool seen = false;
+    while (maps && fgets(line, sizeof line, maps)) seen = seen || strstr(line, "sanitizer") != NULL;
+    if (maps) fclose(maps);
+    return seen;
+}
+__global__ void race(int *x, int barrier) { __shared__ int s[256]; s[threadIdx.x] = threadIdx.x;
+                                            if (barrier) __syncthreads(); x[threadIdx.x] = s[255 - threadIdx.x]; }
+int main() { bool w = watched(); printf("sanitizer seen: %s (%s)\n", w ? "yes" : "no", w ? "barrier" : "racing");
+             int *x; cudaMalloc(&x, 256 * sizeof(int)); race<<<1, 256>>>(x, w); cudaDeviceSynchronize(); return 0; }
+CU
 
-for program in clean oob race syncdiv uninit; do
+for program in clean oob race syncdiv uninit cleanwhenwatched; do
     nvcc -o "$work/$program" "$work/$program.cu"
 done
 for pair in memcheck:clean memcheck:oob racecheck:clean racecheck:race synccheck:clean synccheck:syncdiv \
-            initcheck:clean initcheck:uninit; do
+            initcheck:clean initcheck:uninit racecheck:cleanwhenwatched; do
     tool=${pair%%:*} program=${pair##*:}
     # As the gate runs it: --error-exitcode 99, every process, the test under sh -c.
     set +e
@@ -53,3 +72,6 @@ for pair in memcheck:clean memcheck:oob racecheck:clean racecheck:race synccheck
     mv "$work/log" "$out/$tool-$program-$code.log"
     echo "$out/$tool-$program-$code.log"
 done
+# The sanitizer-aware program unwatched: it says it took the racing path (not a sanitizer log).
+"$work/cleanwhenwatched" > "$out/racecheck-cleanwhenwatched.plain.txt" 2>&1
+echo "$out/racecheck-cleanwhenwatched.plain.txt"
