@@ -149,6 +149,11 @@ def guard(*records: tuple[int, str, int]) -> list[GuardRecord]:
         (guard((7, "start", 0), (7, "return", 0), (8, "start", 0)), "(pid 8) ended before main returned"),
         (guard((7, "start", 0), (7, "return", 1)), "main returned 1 (pid 7), yet the command exited 0"),
         (guard((7, "start", 0), (7, "return", 0), (7, "start", 0)), "ended before main returned"),  # exec'd again
+        # main rewritten to return 0 (issue 36): the guard saw it return 0, and its code changed
+        (
+            guard((7, "start", 0), (7, "code_changed", 0), (7, "return", 0)),
+            "the test program's code changed while it ran (pid 7",
+        ),
     ],
 )
 def test_unproven_exit(records, reason):

@@ -18,7 +18,7 @@ from pytest_codebench.gpu import cuda
 from pytest_codebench.runners import RunResult
 from pytest_codebench.verdict import Outcome, Status, Verdict
 
-from .guard.main_guard import SOLUTION_EXIT, GuardRecord
+from .guard.main_guard import CODE_CHANGED, SOLUTION_EXIT, GuardRecord, changed
 
 # What a CUDA program or PyTorch prints when it cannot reach a GPU: the machine's fault.
 NO_GPU_OUTPUT = re.compile(
@@ -119,6 +119,8 @@ def unproven_exit(records: Iterable[GuardRecord]) -> str | None:
     started: list[int] = []
     returned: dict[int, int] = {}
     for record in records:
+        if record.event == CODE_CHANGED:
+            return f"{changed(record.pid)}, yet the command exited 0"
         if record.event == "start":
             started.append(record.pid)
             returned.pop(record.pid, None)  # an exec in the same process starts afresh

@@ -71,6 +71,7 @@ _OBJECT = r"""
 #include <stdlib.h>
 #include <unistd.h>
 int __real_main(int, char **, char **);
+void codebench_guard_check_code(void) __attribute__((weak));
 static const char marker[] __attribute__((used)) = "{marker}";
 static volatile const unsigned {pad_a} = {a}u, {pad_b} = {b}u;
 static volatile pid_t {owner};
@@ -83,7 +84,10 @@ int __wrap_main(int argc, char **argv, char **envp) {{
     int {first} = {owner} == getpid() && !{entered};
     {entered} = 1;
     int {value} = __real_main(argc, argv, envp);
-    if ({first} && {value} == 0) {end}((int)({pad_a} ^ {pad_b}));
+    if ({first} && {value} == 0) {{
+        if (codebench_guard_check_code) codebench_guard_check_code();
+        {end}((int)({pad_a} ^ {pad_b}));
+    }}
     return {value};
 }}
 """
@@ -292,6 +296,9 @@ def _ended(result: RunResult, records: list[GuardRecord], made: Built) -> str | 
         return "timed out"
     if result.exit_code != want:
         return f"ended with status {result.exit_code}, not the canary's {want}"
+    changed = next((r for r in records if r.event == main_guard.CODE_CHANGED), None)
+    if changed is not None:
+        return f"has a record that {main_guard.changed(changed.pid)}"
     started = {r.pid for r in records if r.event == "start"}
     returned = [r for r in records if r.event == "return"]
     if not started:

@@ -17,7 +17,8 @@
  *   3. writes "start", calls the real main through a wrapper, and writes "return <value>"
  *      when main returns normally, after flushing stdio (so that the harness can tell what
  *      main printed from what came after). Nothing is written when the process ends any
- *      other way.
+ *      other way. Before "return", "code_changed" where the main program's executable
+ *      segments differ from what they were before its constructors ran.
  * Each record is one line "<mark> <nonce> <pid> <event> <value>" written with one write(2)
  * to a private duplicate of stderr, which the harness reads from the command's output. */
 #define _GNU_SOURCE
@@ -41,6 +42,10 @@ typedef int (*start_fn)(main_fn, int, char **, void (*)(void), void (*)(void), v
 static char nonce[65];
 static int channel = -1;
 static main_fn real_main;
+/* The main program's executable segments hashed before any code of the program ran: a
+ * program whose code changed by main's return (main rewritten to return 0) proves nothing. */
+static unsigned long long code_before;
+static int code_reported;
 
 static void record(const char *event, int value) {
     char line[160];
@@ -104,12 +109,47 @@ static int main_program_preinit(struct dl_phdr_info *info, size_t size, void *fo
     return 1; /* the first object is the main program */
 }
 
+/* FNV-1a, a word at a time, over the main program's executable PT_LOAD segments. */
+static int hash_code(struct dl_phdr_info *info, size_t size, void *out) {
+    (void)size;
+    unsigned long long hash = 14695981039346656037ULL;
+    for (int i = 0; i < info->dlpi_phnum; ++i) {
+        const ElfW(Phdr) *phdr = &info->dlpi_phdr[i];
+        if (phdr->p_type != PT_LOAD || !(phdr->p_flags & PF_X)) continue;
+        const unsigned char *at = (const unsigned char *)(info->dlpi_addr + phdr->p_vaddr);
+        size_t length = phdr->p_filesz, words = length / 8;
+        for (size_t w = 0; w < words; ++w) {
+            unsigned long long word;
+            memcpy(&word, at + 8 * w, 8);
+            hash = (hash ^ word) * 1099511628211ULL;
+        }
+        for (size_t b = 8 * words; b < length; ++b) hash = (hash ^ at[b]) * 1099511628211ULL;
+    }
+    *(unsigned long long *)out = hash;
+    return 1; /* the first object is the main program */
+}
+
+static unsigned long long code_hash(void) {
+    unsigned long long hash = 0;
+    dl_iterate_phdr(hash_code, &hash);
+    return hash;
+}
+
+/* Records "code_changed" once where the program's code is not what it was before its
+ * constructors. Exported: the canary's object calls it before it ends the process itself. */
+void codebench_guard_check_code(void) {
+    if (nonce[0] == '\0' || code_reported || code_hash() == code_before) return;
+    code_reported = 1;
+    record("code_changed", 0);
+}
+
 static int guarded_main(int argc, char **argv, char **envp) {
     int value = real_main(argc, argv, envp);
     /* What main printed reaches the output before this record (a pipe's stdout is fully
      * buffered and would otherwise be flushed at exit, after it): a time line printed in main
      * comes before "return", one an atexit handler or a static destructor prints after. */
     fflush(NULL);
+    codebench_guard_check_code();
     record("return", value);
     return value;
 }
@@ -138,6 +178,7 @@ int __libc_start_main(main_fn main, int argc, char **argv, void (*init)(void), v
     if (nonce[0] == '\0') {
         return real_start(main, argc, argv, init, fini, rtld_fini, stack_end);
     }
+    code_before = code_hash();
     record("start", 0);
     real_main = main;
     return real_start(guarded_main, argc, argv, init, fini, rtld_fini, stack_end);

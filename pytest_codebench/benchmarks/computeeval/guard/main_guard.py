@@ -7,8 +7,10 @@ calling ``_exit(0)``, ``exit(0)`` inside the solution's function). A preload lib
 run, cached under the cache directory) wraps ``__libc_start_main`` of every program under the
 workspace and writes one line when main starts and one when it returns, with its value. Each
 line carries a per-run nonce that the library takes out of the environment before any code of
-the program runs, so the program cannot cheaply write such a line itself. The rule that reads
-the lines is :func:`rules.unproven_exit`.
+the program runs, so the program cannot cheaply write such a line itself. Before "return" it writes
+``code_changed`` where the program's executable segments differ from what they were before its
+constructors (main rewritten to return 0). The rule that reads the lines is
+:func:`rules.unproven_exit`.
 """
 
 from __future__ import annotations
@@ -39,6 +41,8 @@ ROOT_VAR = "CODEBENCH_GUARD_ROOT"
 SOLUTION_VAR = "CODEBENCH_GUARD_SOLUTION"
 # The Python runner's record of a SystemExit(0) the solution raised (pyrunner).
 SOLUTION_EXIT = "solution_exit"
+# The C guard's record of a program whose code changed between its constructors and main's end.
+CODE_CHANGED = "code_changed"
 PYRUNNER = Path(__file__).with_name("pyrunner.py")
 BUILD_TIMEOUT = 120
 # The compilers tried, in order, where the commands run (nvcc needs one of them as its host compiler).
@@ -63,6 +67,11 @@ class GuardRecord:
     event: str
     value: int
     at: int = -1
+
+
+def changed(pid: int) -> str:
+    """How the guard's :data:`CODE_CHANGED` record reads."""
+    return f"the test program's code changed while it ran (pid {pid}: rewritten by code in the process)"
 
 
 def build(context: RunContext, runner: Runner) -> PreloadLibrary:
@@ -157,7 +166,13 @@ def read_records(result: RunResult, guarded: GuardedCommand, command: str) -> tu
     record's ``at`` is its place in that output (the guard flushes the program's stdio before
     its "return" record, so what main printed lies before it)."""
     pattern = re.compile(
-        r"\n?codebench-guard " + re.escape(guarded.nonce) + r" (\d+) (start|return|" + SOLUTION_EXIT + r") (-?\d+)\n"
+        r"\n?codebench-guard "
+        + re.escape(guarded.nonce)
+        + r" (\d+) (start|return|"
+        + SOLUTION_EXIT
+        + "|"
+        + CODE_CHANGED
+        + r") (-?\d+)\n"
     )
     text = result.output
     records, kept, done = [], [], 0
