@@ -11,8 +11,8 @@ too, where the canary's ``__wrap_main`` (linked in with ``--wrap=main``) would h
 ``exit``-ed with its status K: the item is then tampered. A solution that calls ``__wrap_main``
 itself to learn K (in a fork, or nested in main, with main rewritten to return 0) learns 0: the
 object acts only on the first call in the process whose constructors it ran in. One that
-rewrites the test's main to return 0 and lets both runs take their course is not caught (a
-limit, docs/untrusted-code.md).
+rewrites the test's main to return 0 is caught by the guard's hash of the program's code, which
+the object has the guard check before it ends the process itself (main_guard.c).
 
 The canary's build runs in a fresh copy of the problem and solution (its own workspace), with
 compiler shims first on PATH that add the harness object and ``--wrap=main`` to every command
