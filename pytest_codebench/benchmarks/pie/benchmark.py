@@ -62,7 +62,7 @@ from .report import OPTIMIZED, best_at_k_columns, summarize
 from .report_file import write_report
 from .row import CandidateFailure, Measuring, RowOutcome, candidate_failure, digest, grade_row
 from .row_signal import row_signal
-from .rules import speed_verdict, suspicion
+from .rules import not_a_program, speed_verdict, suspicion
 from .sandbox import Launch, Program, Sandbox, pinned_core
 
 # Never decide a candidate's speed on fewer trials than this (beyond the ignored ones), unless
@@ -147,6 +147,9 @@ class Pie(Benchmark):
         """The slow program and the candidate, for a reader (kept with --codebench-keep-workspaces):
         every run is in a folder of its own (``sandbox``). Never the reference, which another
         item's candidate could find here and run, and never a test case."""
+        refused = not_a_program((case.solution or {}).get("code"))
+        if refused is not None:
+            return refused
         for program in self.programs(case):
             if program.tag == "reference":
                 continue
@@ -237,7 +240,9 @@ class Pie(Benchmark):
         row and every worker: the slow program runs once a trial for all of them, where each
         item timing its own candidate ran it again (issue 24: a row of six candidates timed its
         slow program six times)."""
-        programs = self.programs(grading.case)[:-1] + [Program("candidate", row.language, c) for c in row.candidates]
+        # A candidate that is no text is refused in its own item (``prepare``), and is no program of the row.
+        texts = [code for code in row.candidates if isinstance(code, str)]
+        programs = self.programs(grading.case)[:-1] + [Program("candidate", row.language, code) for code in texts]
         facts = [
             [program.code for program in programs],
             row.language,

@@ -52,7 +52,7 @@ class PieRow:
     #: What is odd about the test cases (gaps in their numbering), for the reason.
     test_note: str | None
     #: Every candidate of the row, in its order: the row is checked and timed as a unit (``row``).
-    candidates: list[str]
+    candidates: list[Any]
 
     def to_json(self) -> dict[str, Any]:
         return {field.name: getattr(self, field.name) for field in dataclasses.fields(self)}
@@ -197,11 +197,12 @@ class Loader:
             text = text[start + len(PROMPT_START) : end]
         return text
 
-    def _candidates(self, label: str, number: int, row: dict[str, Any]) -> list[str]:
+    def _candidates(self, label: str, number: int, row: dict[str, Any]) -> list[Any]:
         column = self.config.model_generated_potentially_faster_code_col
         candidates = row.get(column)
         if isinstance(candidates, str):
             candidates = [candidates]
-        if not isinstance(candidates, list) or not candidates or not all(isinstance(c, str) for c in candidates):
+        # One candidate that is no text fails alone, as invalid_solution (``prepare``); its row is graded.
+        if not isinstance(candidates, list) or not candidates:
             raise DatasetError(label, "expected a program or a list of programs", line=number, field=column)
         return candidates

@@ -38,7 +38,7 @@ from ..race import Field, Withdrawn, race
 from ..speedup import Figures, Stopping
 from .measure import UNMEASURED, count_instructions, pie_times, time_figures
 from .no_edit import python_form
-from .rules import Failure, ProgramRun
+from .rules import Failure, ProgramRun, not_a_program
 from .sandbox import CandidateFailed, Program, Sandbox
 
 
@@ -149,6 +149,12 @@ def grade_row(sandbox: Sandbox, programs: list[Program], tests: list[int], how: 
                 outcomes[digest(program.code)] = _not_timed("byte-identical to the slow program: no edit", 1.0)
             continue
         seen.add(program.code)
+        refused = not_a_program(program.code)
+        if refused is not None:  # its own failure: the row's other texts are graded as ever
+            unrun = RunResult("(not run)", None, False, 0.0, "")
+            failure = candidate_failure(Outcome.INVALID_SOLUTION, refused, "candidate", unrun)
+            outcomes[digest(program.code)] = {"failure": failure, "accuracy": 0.0, "no_edit": None, "figures": {}}
+            continue
         sandbox.add(program)
         failed = how.compile(program)
         if failed is not None:

@@ -20,6 +20,8 @@ from ..speedup import FUTILE, bounds_text
 
 FLOAT_TOLERANCE = decimal.Decimal("1e-3")
 INTEGER = re.compile(r"[+-]?[0-9]+")
+# What JSON calls the values a candidate's column may hold instead of a program's text.
+JSON_TYPES = {dict: "object", list: "array", int: "number", float: "number", bool: "boolean"}
 
 
 def accuracy(expected: str, actual: str) -> tuple[float, str | None]:
@@ -53,6 +55,20 @@ def _same_line(expected: str, actual: str) -> bool:
         return abs(decimal.Decimal(expected) - decimal.Decimal(actual)) <= FLOAT_TOLERANCE
     except (ArithmeticError, ValueError):  # not numbers, NaN, or beyond decimal's exponents
         return False
+
+
+def not_a_program(code: object) -> str | None:
+    """Why a candidate of a generations row cannot be a program file, or None: it is not text
+    (a JSON null, number, list or object), or its text is not valid Unicode (a lone surrogate,
+    which JSON's ``\\ud800`` spells and UTF-8 cannot: no file can hold it). The candidate's own
+    failure (invalid_solution), never its row's: its siblings are graded as ever."""
+    if not isinstance(code, str):
+        return f"not a program: a JSON {JSON_TYPES.get(type(code), 'null')}, not a string"
+    try:
+        code.encode()
+    except UnicodeEncodeError as exc:
+        return f"its text is not valid Unicode (a lone surrogate at character {exc.start}): no file can hold it"
+    return None
 
 
 def stdout_limit(expected_bytes: int, output_limit: int) -> int:
