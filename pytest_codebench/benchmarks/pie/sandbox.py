@@ -45,7 +45,7 @@ from .rules import Failure, ProgramRun, judge, stdout_limit
 RUN = "run"
 STDOUT, STDERR = ".stdout", ".stderr"
 # How each instruction counter wraps a program: its count goes to fd 3 (perf's: the command's
-# output; callgrind's: the supervisor's socket), and the program's own stderr to a file (read
+# output; callgrind's: the supervisor's pipe), and the program's own stderr to a file (read
 # back for the logs).
 COUNTERS = {
     "perf": "perf stat -x, -e instructions:u --log-fd 3 -- ",

@@ -2,28 +2,31 @@
 program's sandbox (its source, compressed, run by ``python -c``), never imported by the harness.
 
 Callgrind counts inside the program's own process, so whatever it writes the program can
-write too: valgrind refuses ``write`` on its log's descriptor to the program, not ``dup`` or
-``send``, and the runner's output is a pipe any process of the sandbox can open again through
+write too: valgrind refuses ``write`` and ``close`` on its log's descriptor to the program, not
+``dup``, and the runner's output is a pipe any process of the sandbox can open again through
 ``/proc``. A count line is therefore a claim (a program kills a child before callgrind writes
 its count, and writes one of its choosing for it). What backs it is the kernel's: the CPU time
 of every process the program ran, which the harness checks the count against (see
-``measure.credible``), and the pids its PID namespace handed out.
+``measure.incredible`` and ``measure.unproven``), and the pids its PID namespace handed out.
 
 The supervisor is out of the program's reach (not dumpable: no ``ptrace``, no
-``/proc/<pid>/fd``). It reads callgrind's log on a socket (kept at the top descriptor, which
-valgrind keeps for itself), and once the program ends it kills every process the program left
-(it is their subreaper, so none escapes by a double fork), then writes its ``MARK`` line (pids,
-CPU seconds) and the log, last: nothing of the program's can come after it. It exits with the
-program's status, or 125 where the log cannot be taken whole.
+``/proc/<pid>/fd``). It reads callgrind's log on a pipe (its write end kept at the top
+descriptor, which valgrind keeps for itself): a program can add lines to a pipe, never shut it
+(a socket it could ``shutdown`` through a copy, and callgrind's own count line was then lost
+behind a forged one), nor make it drop a line: a write end made non-blocking (its flags are
+shared with every copy) is tampering. Once the program ends the supervisor kills every process
+the program left (it is their subreaper, so none escapes by a double fork), then writes its
+``MARK`` line (pids, CPU seconds) and the log, last: nothing of the program's can come after
+it. It exits with the program's status, or 125 where the log cannot be taken whole.
 
 argv: the program's stdout file, its stderr file, then the command (valgrind's, with
 ``--log-fd=3``, moved to the top descriptor).
 """
 
 import ctypes
+import fcntl
 import os
 import resource
-import socket
 import sys
 import threading
 
@@ -79,9 +82,11 @@ def main() -> int:
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0 or libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
         return 125
-    reader, writer = socket.socketpair()
+    reader, writer = os.pipe()
+    # A copy of the write end, held here: it shares the flags of every copy the program makes.
+    flags = os.dup(writer)
     log = bytearray()
-    # Read as valgrind writes (a full socket would stop it); started before the first pid is
+    # Read as valgrind writes (a full pipe would stop it); started before the first pid is
     # read, as a thread takes a pid of its own.
     thread = threading.Thread(target=lambda: _drain(reader, log), daemon=True)
     thread.start()
@@ -92,18 +97,20 @@ def main() -> int:
     if program == 0:
         os.dup2(stdout, 1)
         os.dup2(stderr, 2)
-        os.dup2(writer.fileno(), LOG_FD)
+        os.dup2(writer, LOG_FD)
         os.closerange(3, LOG_FD)
         command = [f"--log-fd={LOG_FD}" if arg == "--log-fd=3" else arg for arg in sys.argv[3:]]
         os.execvp(command[0], command)
-    writer.close()
+    os.close(writer)
     os.close(stdout)
     os.close(stderr)
     _, status = os.waitpid(program, 0)
     sweep()
+    blocking = not fcntl.fcntl(flags, fcntl.F_GETFL) & os.O_NONBLOCK
+    os.close(flags)
     thread.join(10)
     after = last_pid()
-    whole = not thread.is_alive() and len(log) <= MAX_LOG
+    whole = blocking and not thread.is_alive() and len(log) <= MAX_LOG
     code = os.waitstatus_to_exitcode(status)
     code = 128 - code if code < 0 else code
     # Every process of the program is reaped by now (by its parent, or by this subreaper): the
@@ -116,8 +123,8 @@ def main() -> int:
     return code if whole else 125
 
 
-def _drain(reader: socket.socket, log: bytearray) -> None:
-    while chunk := reader.recv(65536):
+def _drain(reader: int, log: bytearray) -> None:
+    while chunk := os.read(reader, 65536):
         log.extend(chunk[: MAX_LOG + 1 - len(log)])
 
 
