@@ -11,8 +11,8 @@ outside it), without canaries and with them, side by side and interleaved over N
 prints each and the median ratio (with/without) of wall time and of CPU time. ``-k`` narrows
 the suite (``-k 'not kernel'``: the worst case, a suite of a few trivial tests where the
 canaries are most of the work).
-The canary run (``twin``) is the suite once more, the patch's tests made to fail, paid by a
-passing item (and by a failing one that drew the canary run first): it is timed as a third
+The canary run (``twin``) is the suite once more, every test of the tree made to fail, paid by
+a passing item (and by a failing one that drew the canary run first): it is timed as a third
 mode, the module and the run together, the verdict run's and the canary run's suites summed.
 The rest of an item (checkout, patch, build, baseline) does not change with canaries, so the
 ratio on the whole item is closer to 1 than this one.
@@ -37,7 +37,6 @@ SAMPLE = ROOT / "datasets" / "tensorbench"
 sys.path.insert(0, str(ROOT))
 
 from pytest_codebench.benchmarks.tensorbench import canary, twin, witness  # noqa: E402
-from pytest_codebench.workspace.patches import parse  # noqa: E402
 
 
 def load_pack():
@@ -48,7 +47,7 @@ def load_pack():
 
 
 PACK = load_pack()
-DIFF = parse(PACK.diff(PACK.commit_b(), PACK._with_sub(PACK.commit_b())))  # the good patch: adds test_sub
+FILES = ("tests/test_kernels.py", "tests/test_ops.py")  # the tree's test files: every test is twinned
 
 
 def build(workspace: Path) -> Path:
@@ -90,12 +89,12 @@ def _suite(
 
 def test_step(workspace: Path, plugins: Path, mode: str, keyword: str | None) -> tuple[float, float, float]:
     """One test step (``mode``: no canaries, the canary module, or the module and the canary
-    run of the patch's tests): (seconds the harness spent writing the canaries, the patch's
+    run of every test): (seconds the harness spent writing the canaries, the patch's
     tests and its plugin, seconds the suite ran, CPU seconds it used: steadier than wall time
     on a shared machine)."""
     start = time.perf_counter()
     planted = canary.plant(workspace, "testbed") if mode != "none" else None
-    twins = twin.find(workspace, "testbed", DIFF) if mode == "canary run" else None
+    twins = twin.find(workspace, "testbed", FILES) if mode == "canary run" else None
     harness = time.perf_counter() - start
     suite = cpu = 0.0
     for fail in (False, True) if twins else (False,):
@@ -149,9 +148,7 @@ def main() -> int:
             shutil.rmtree(plugins, ignore_errors=True)
     for mode in MODES:
         print(f"test step, {mode:>10}: median {statistics.median(wall[mode]):.3f} s")
-    print(
-        f"  writing the canaries, the patch's tests and the plugin: median {statistics.median(writing) * 1000:.1f} ms"
-    )
+    print(f"  writing the canaries, the tests' twins and the plugin: median {statistics.median(writing) * 1000:.1f} ms")
     for mode in MODES[1:]:
         ratio = statistics.median(w / o for w, o in zip(wall[mode], wall["none"], strict=True))
         cpu_ratio = statistics.median(w / o for w, o in zip(cpu[mode], cpu["none"], strict=True))

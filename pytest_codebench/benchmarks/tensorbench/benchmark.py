@@ -44,6 +44,7 @@ from .options import ALLOW_HARNESS_EDITS, COMPILER_CACHE, FAIL_VACUOUS, OPTIONS,
 from .rules import canaries_counted_apart, known_failures, missing_tests, with_harness_edits, with_vacuous
 from .suite import TESTBED, TreeRun
 from .swebench import SWEBENCH_DIR, write_swebench
+from .twin import test_files
 from .vacuous import vacuous_tests
 
 
@@ -131,6 +132,7 @@ class TensorBench(Benchmark):
             tail = "\n".join(applied.log.splitlines()[-15:])
             return grading.verdict(Outcome.PATCH_FAILED, applied.reason, output_tail=tail)
         vacuous = vacuous_tests(tree, diff)
+        tests = test_files(tree, diff)  # before any code of the patch runs
         edits = static_edits(diff, tree)
         provisioner = Provisioner(self.context, self.dataset_path().parent, self.baseline_limits)
         environment, cache = provisioner.environment(case, runner)
@@ -139,7 +141,7 @@ class TensorBench(Benchmark):
         grading.figures["patch_method"] = applied.method
         if vacuous:
             grading.figures["vacuous_tests"] = ", ".join(vacuous)
-        run = TreeRun(grading, environment, cache, diff=diff)
+        run = TreeRun(grading, environment, cache, tests=tests)
         verdict = run.run(self.settings[RUN_TESTS], self.settings[RERUNS])
         verdict = known_failures(verdict, base["failed"] if base else [])
         if run.witnessed is not None:

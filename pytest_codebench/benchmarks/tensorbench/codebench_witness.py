@@ -17,7 +17,15 @@ then removed from the environment, so a pytest the tests start does not write th
 - ``{"deselected": [ids]}``;
 - ``{"hooks": ["file:hook", ...]}``: the hook functions defined in files under the rootdir,
   after collection and at the end;
+- ``{"tripwire": what}`` where pytest's machinery is not what its files on disk say: an item
+  that holds a ``runtest`` of its own, one of pytest's runner functions (``Function.runtest``,
+  ``call_and_report``...) or an implementation of a hook that runs or reports a test whose code
+  is not code compiled from the file it names (with pytest's assertion rewriting or without);
 - ``{"finished": exit status}`` at the end of the session.
+
+The tripwires are claims made inside the suite's process, where the patch's code runs too: it
+can hide from them, never make an honest run trip one. The proof from outside is the canary
+run (``twin``); they name what a careless patch did.
 
 Canary tests: the harness wrote a test module of its own into the tree (``canaries``: its path
 under the rootdir, the functions that must fail and those that must pass). It is added to what
@@ -33,6 +41,7 @@ import inspect
 import json
 import os
 import random
+import sys
 from typing import Any
 
 import pytest
@@ -43,6 +52,30 @@ _path = os.environ.pop(_ENV, "")
 _out: Any = None
 _raw: dict[tuple[str, str], str] = {}
 _session: Any = None
+_forgive: set[str] | None = None
+# pytest's functions that run a test and make its report, (module, attribute path): each must be
+# code of pytest's own file (where the installed pytest has it; other versions lack some).
+_RUNNER = (
+    ("_pytest.python", "Function.runtest"),
+    ("_pytest.python", "pytest_pyfunc_call"),
+    ("_pytest.runner", "runtestprotocol"),
+    ("_pytest.runner", "call_and_report"),
+    ("_pytest.runner", "call_runtest_hook"),
+    ("_pytest.runner", "pytest_runtest_call"),
+    ("_pytest.runner", "pytest_runtest_makereport"),
+    ("_pytest.runner", "CallInfo.from_call"),
+    ("_pytest.reports", "TestReport.from_item_and_call"),
+    ("pluggy._callers", "_multicall"),
+)
+# The hooks that run a test or decide what its report says: each implementation is checked.
+_OUTCOME_HOOKS = (
+    "pytest_runtest_protocol", "pytest_runtest_setup", "pytest_runtest_call", "pytest_runtest_teardown",
+    "pytest_pyfunc_call", "pytest_runtest_makereport", "pytest_report_teststatus",
+)  # fmt: skip
+_TRIPPED_LIMIT = 20
+_tripped: set[str] = set()
+_genuine: dict[int, tuple[Any, bool]] = {}  # per code object (kept alive): compiled from its file?
+_compiled: dict[str, set[tuple[Any, ...]]] = {}  # per file: its code objects' keys
 
 
 def _write(record: dict[str, Any]) -> None:
@@ -81,7 +114,87 @@ def _must_fail(nodeid: str) -> bool:
 
 
 def _forgiven(nodeid: str) -> bool:
-    return nodeid.partition("[")[0] in set(_SETTINGS.get("forgive") or ())
+    global _forgive
+    if _forgive is None:  # every test of the tree may be listed: one set, made once
+        _forgive = set(_SETTINGS.get("forgive") or ())
+    return nodeid.partition("[")[0] in _forgive
+
+
+def _key(code: Any) -> tuple[Any, ...]:
+    consts = tuple(_key(const) if inspect.iscode(const) else repr(const) for const in code.co_consts)
+    return (code.co_name, code.co_firstlineno, code.co_code, code.co_names, consts)
+
+
+def _keys(code: Any, into: set[tuple[Any, ...]]) -> None:
+    into.add(_key(code))
+    for const in code.co_consts:
+        if inspect.iscode(const):
+            _keys(const, into)
+
+
+def _file_keys(file: str) -> set[tuple[Any, ...]]:
+    """The keys of every code object compiled from ``file`` as it is on disk, plainly and with
+    pytest's assertion rewriting (plugins and conftests are loaded rewritten)."""
+    if file not in _compiled:
+        found: set[tuple[Any, ...]] = set()
+        try:
+            with open(file, "rb") as handle:
+                source = handle.read()
+            _keys(compile(source, file, "exec", dont_inherit=True), found)
+            import ast  # noqa: PLC0415 (only where a function must be checked)
+
+            from _pytest.assertion.rewrite import rewrite_asserts  # noqa: PLC0415
+
+            tree = ast.parse(source, file)
+            rewrite_asserts(tree, source, file, None)
+            _keys(compile(tree, file, "exec", dont_inherit=True), found)
+        except (OSError, SyntaxError, ValueError, TypeError, ImportError):
+            pass
+        _compiled[file] = found
+    return _compiled[file]
+
+
+def _is_genuine(function: Any) -> bool:
+    """Whether ``function``'s code is code compiled from the file it names (never unwrapped:
+    a wrapper that names pytest's function as ``__wrapped__`` is still the wrapper)."""
+    function = getattr(function, "__func__", function)  # a bound method
+    code = getattr(function, "__code__", None)
+    if not inspect.iscode(code):
+        return False
+    if id(code) not in _genuine:
+        _genuine[id(code)] = (code, _key(code) in _file_keys(code.co_filename))
+    return _genuine[id(code)][1]
+
+
+def _trip(what: str) -> None:
+    if what not in _tripped and len(_tripped) < _TRIPPED_LIMIT:
+        _tripped.add(what)
+        _write({"tripwire": what})
+
+
+def _check_machinery(item: Any) -> None:
+    """Trip on what makes a test pass without running it: see the module's docstring."""
+    if "runtest" in vars(item):
+        _trip(f"{item.nodeid}: the item holds a runtest of its own")
+    for module_name, path in _RUNNER:
+        found = sys.modules.get(module_name)
+        for part in path.split(".") if found is not None else ():
+            found = inspect.getattr_static(found, part, None)
+            found = getattr(found, "__func__", found)  # a classmethod
+        if found is None:
+            continue  # not in this pytest's version
+        code: Any = getattr(found, "__code__", None)
+        package = sys.modules.get(module_name.partition(".")[0])
+        folder = os.path.dirname(getattr(package, "__file__", None) or "/") + os.sep
+        own = inspect.iscode(code) and code.co_filename.startswith(folder)  # a file of pytest's, or pluggy's
+        if not (own and code.co_name == path.rpartition(".")[2] and _is_genuine(found)):
+            _trip(f"{module_name}.{path} is not pytest's own code")
+    hook = item.config.pluginmanager.hook
+    for name in _OUTCOME_HOOKS:
+        caller: Any = getattr(hook, name, None)
+        for impl in caller.get_hookimpls() if hasattr(caller, "get_hookimpls") else ():
+            if not _is_genuine(impl.function):
+                _trip(f"{name} is implemented by code that is in no file ({impl.plugin_name})")
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -124,6 +237,8 @@ def pytest_collection_modifyitems(config: Any, items: list[Any]) -> Any:
 
 @pytest.hookimpl(hookwrapper=True, trylast=True)
 def pytest_runtest_makereport(item: Any, call: Any) -> Any:
+    if call.when == "call" and _out is not None:
+        _check_machinery(item)
     outcome = yield
     report = outcome.get_result()
     if report is not None:

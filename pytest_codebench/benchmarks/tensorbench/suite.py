@@ -21,9 +21,8 @@ from pytest_codebench.grading import Grading, Step
 from pytest_codebench.runners import RunHow, RunResult, Toolchain
 from pytest_codebench.runners.quota import WORKSPACE_MAX_SIZE
 from pytest_codebench.verdict import Outcome, Verdict
-from pytest_codebench.workspace.patches import Diff
 
-from . import canary, twin, witness
+from . import additions, canary, twin, witness
 from .cache import STATE, CompilerCache, statistics
 from .files import fresh_folder, write_new
 from .rules import suite_verdict, with_canaries
@@ -34,6 +33,7 @@ REPORTS = f"{STATE}/report"  # the suite's JUnit XML and the witness's record: o
 OFFICIAL_TESTBED = re.compile(r"(?<![\w/])/testbed(?![\w-])")
 BUILD = "python -m pip install --quiet --no-deps --no-build-isolation -e ."
 SUITE = "python -m pytest"
+SHOWN = 5  # tripwires named in a reason
 
 
 # An item's own venv, layered over the shared environment (a .pth file naming its packages,
@@ -114,7 +114,9 @@ class TreeRun:
     environment: Toolchain
     cache: CompilerCache | None
     writable: bool = False
-    diff: Diff | None = None  # the patch: its tests are run again made to fail (twin)
+    #: The tree's test files (read before the build): every test in them is run again made to
+    #: fail (twin). None: no canary run (the baseline, which runs no patch).
+    tests: tuple[str, ...] | None = None
     deadline: float = dataclasses.field(default=0.0, init=False)  # of the task's test_timeout
     #: What the harness's reporting plugin saw of the test step, canaries left out (None: nothing).
     witnessed: witness.Witnessed | None = dataclasses.field(default=None, init=False)
@@ -123,6 +125,8 @@ class TreeRun:
     installed: witness.Installed | None = dataclasses.field(default=None, init=False)
     twins: twin.Twins | None = dataclasses.field(default=None, init=False)
     plugins: str = dataclasses.field(default_factory=lambda: secrets.token_hex(8), init=False)
+    #: The item's venv after the dataset's setup commands: what a later command adds is checked.
+    venv: additions.Listing | None = dataclasses.field(default=None, init=False)
 
     @property
     def plugin(self) -> Path:
@@ -163,8 +167,15 @@ class TreeRun:
 
     def _steps(self, listed: list[Step], reruns: int) -> Verdict:
         for step in listed:
+            if step.phase != "setup" and self.venv is None and self.tests is not None:
+                self.venv = additions.listing(self.grading.workspace)
             first = self._twin_first(step.command) if step.phase == "test" else None
+            if isinstance(first, Verdict) and first.outcome is Outcome.TAMPERED:
+                return first
             result = self.execute(step.phase, step.command)
+            added = self._added(result)
+            if added is not None:
+                return added
             if result.timed_out:
                 limit = self.grading.case.record["test_timeout"]
                 return self.grading.verdict(
@@ -198,6 +209,8 @@ class TreeRun:
             why = f"the suite's record was not written by the harness's reporting plugin ({writers}): it was replaced"
             return Verdict.of_run(Outcome.TAMPERED, why, result)
         self.witnessed = back.witnessed.without(self.canaries.ids() if self.canaries else set())
+        if back.witnessed.tripwires:
+            return tripped(back.witnessed.tripwires, result)
         if back.witnessed.finished is None and back.suite is not None:
             # pytest writes its JUnit XML as the session ends, after the plugin's last record.
             why = (
@@ -220,17 +233,22 @@ class TreeRun:
         return self._canary_run(command)
 
     def _canary_run(self, command: str) -> dict[str, str] | Verdict:
-        """The test command again, the patch's tests made to fail: per test id its outcome
+        """The test command again, the tree's tests made to fail: per test id its outcome
         (None where the suite's record says nothing), with the task's whole test_timeout."""
         deadline, started = self.deadline, time.monotonic()
         self.deadline = started + float(self.grading.case.record["test_timeout"])
         result = self.execute("canary", command)
         self.deadline = deadline + (time.monotonic() - started)  # the verdict run's time is its own
+        added = self._added(result)
+        if added is not None:
+            return added
         back = self._read_back()
         seen = back.witnessed
         if result.timed_out or seen is None or self.installed is None or not self.installed.wrote(seen):
-            why = "the canary run (the patch's tests made to fail) ran past the task's test_timeout or left no record"
+            why = "the canary run (the tree's tests made to fail) ran past the task's test_timeout or left no record"
             return Verdict.of_run(Outcome.ERROR, why, result)
+        if seen.tripwires:
+            return tripped(seen.tripwires, result)
         return seen.outcomes
 
     def _twin_run(self, command: str, verdict: Verdict, ran: dict[str, str] | Verdict | None) -> Verdict:
@@ -246,12 +264,25 @@ class TreeRun:
             wrong += self.canaries.check(canary_run)
         return with_canaries(verdict, wrong)
 
+    def _added(self, result: RunResult) -> Verdict | None:
+        """``tampered`` where the last command added to the item's venv what an editable install
+        does not write (additions); None where it added nothing else."""
+        if self.venv is None:
+            return None
+        found = additions.edits(self.grading.workspace, self.venv, TESTBED)
+        if not found:
+            return None
+        self.grading.figures["harness_edits"] = "\n".join(found)
+        shown = ", ".join(found[:SHOWN]) + (f" and {len(found) - SHOWN} more" if len(found) > SHOWN else "")
+        why = f"the patch's code changed the item's environment, which every later command starts from: {shown}"
+        return Verdict.of_run(Outcome.TAMPERED, why, result)
+
     def _plant(self) -> None:
         """After the build, so no code of the patch ran while they were in the tree: the
-        canary module, and the patch's tests found."""
+        canary module, and the tests of the tree's test files found."""
         if self.canaries is None:
             self.canaries = canary.plant(self.grading.workspace, TESTBED)
-            self.twins = twin.find(self.grading.workspace, TESTBED, self.diff) if self.diff else None
+            self.twins = twin.find(self.grading.workspace, TESTBED, self.tests) if self.tests is not None else None
 
     def _read_back(self) -> witness.ReadBack:
         """The test command's record and JUnit XML, the canary tests left out of the JUnit XML
@@ -320,6 +351,13 @@ class TreeRun:
             return {"compiler_cache": "none"}
         hits, misses = statistics(self.grading.workspace)
         return {"compiler_cache": self.cache.kind, "compiler_cache_hits": hits, "compiler_cache_misses": misses}
+
+
+def tripped(tripwires: tuple[str, ...], result: RunResult) -> Verdict:
+    """A run where the harness's plugin found pytest's machinery changed: ``tampered``."""
+    shown = "; ".join(tripwires[:SHOWN])
+    why = f"the suite's own code changed how its tests are run: the harness's reporting plugin found {shown}"
+    return Verdict.of_run(Outcome.TAMPERED, why, result)
 
 
 def checked_shared(shared: dict[Path, bool], environment: Toolchain) -> dict[Path, bool]:

@@ -34,13 +34,15 @@ SEVERITY = ("failed", "xfailed", "skipped", "xpassed", "passed")  # per id, the 
 class Witnessed:
     """Per test id its outcome (one of :data:`SEVERITY`), the hook functions defined in the
     work tree (``file:hook``), the ids deselected, the exit status (None: the session never
-    reached its end), and who wrote the record: each session's (nonce, module name)."""
+    reached its end), who wrote the record: each session's (nonce, module name), and the
+    tripwires it saw (pytest's machinery other than its files say)."""
 
     outcomes: dict[str, str]
     hooks: tuple[str, ...] = ()
     deselected: tuple[str, ...] = ()
     finished: int | None = None
     writers: tuple[tuple[str, str], ...] = ()
+    tripwires: tuple[str, ...] = ()
 
     def without(self, tests: set[str]) -> Witnessed:
         """The record without ``tests`` (the harness's canaries)."""
@@ -64,6 +66,7 @@ def parse(text: str) -> Witnessed | None:
     hooks: set[str] = set()
     deselected: list[str] = []
     writers: list[tuple[str, str]] = []
+    tripwires: list[str] = []
     finished = None
     seen = False
     for line in text.splitlines():
@@ -86,9 +89,11 @@ def parse(text: str) -> Witnessed | None:
             finished = event["finished"]
         elif "witness" in event:
             writers.append((str(event["witness"]), str(event.get("module"))))
+        elif "tripwire" in event:
+            tripwires.append(str(event["tripwire"]))
     if not seen:
         return None
-    return Witnessed(outcomes, tuple(sorted(hooks)), tuple(deselected), finished, tuple(writers))
+    return Witnessed(outcomes, tuple(sorted(hooks)), tuple(deselected), finished, tuple(writers), tuple(tripwires))
 
 
 @dataclasses.dataclass(frozen=True)
