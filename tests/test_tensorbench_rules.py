@@ -19,6 +19,7 @@ from pytest_codebench.benchmarks.tensorbench.rules import (
     known_failures,
     suite_verdict,
     with_canaries,
+    with_tripwires,
     with_vacuous,
 )
 from pytest_codebench.errors import HarnessError
@@ -199,3 +200,18 @@ def test_a_reason_says_how_many_canary_tests_pytests_own_counts_hold() -> None:
     # A canary that did not run as written (-x stopped the session first): its figure names it.
     stopped = with_canaries(failed, [Wrong("tests/test_norm_broadcast.py::a", "passed", "not run")])
     assert canaries_counted_apart(stopped, canaries) == stopped
+
+
+def test_a_tripwire_makes_any_verdict_tampered_but_leaves_the_canaries_reason_first():
+    """The plugin's tripwires (a record made in the suite's process) turn a pass or a failure
+    into ``tampered``; where the canaries (proof from outside) already said so, theirs stays."""
+    result = ran(0)
+    passed = Verdict(Outcome.PASSED, "6 tests passed (0 skipped)")
+    assert with_tripwires(passed, [], result) is passed
+    wire = "_pytest.python.Function.runtest is not pytest's own code"
+    for verdict in (passed, Verdict(Outcome.TEST_FAILED, "1 of 6 tests failed")):
+        tripped = with_tripwires(verdict, [wire, wire], result)
+        assert tripped.outcome is Outcome.TAMPERED
+        assert tripped.reason.endswith(f"the harness's reporting plugin found {wire}")
+    caught = Verdict(Outcome.TAMPERED, "the harness's canary tests: x must be failed, was passed")
+    assert with_tripwires(caught, [wire], result) is caught

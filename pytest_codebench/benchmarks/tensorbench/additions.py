@@ -8,8 +8,9 @@ pytest's, a changed ``python`` or ``pytest`` script: each changes how the next s
 way no file of the tree names. So the harness lists the venv after the dataset's setup commands
 (which install what the suite needs) and again after every later command, and anything added
 or changed there is a harness edit, unless it is what an editable install of the package writes:
-its metadata (``*.dist-info``, ``*.egg-info``, ``*.egg-link``; no ``pytest11`` entry point),
-new scripts in ``bin/``, and its ``__editable__`` path file (or ``easy-install.pth``) whose
+its metadata (``*.dist-info``, ``*.egg-info``, ``*.egg-link``: a ``pytest11`` entry point is
+named from the diff, ``edits``), new scripts in ``bin/``, data files outside ``bin/`` and the
+site folders, and its ``__editable__`` path file (or ``easy-install.pth``) whose
 lines name folders of the work tree or import setuptools' finder module, itself free of what
 reaches pytest or runs built code. Read without following a link; the venv is the workspace's,
 so it is bounded by the workspace's quota.
@@ -142,18 +143,12 @@ def _added(workspace: Path, path: str, testbed: str, new: bool) -> str | None:
     posix = PurePosixPath(path)
     site = _site(posix)
     if site is None:
-        if posix.parts[0] == "bin" and len(posix.parts) == 2 and new:
-            return None  # a script of the package's entry points
-        return "changed in the item's environment" if not new else "added to the item's environment"
+        if posix.parts[0] == "bin" and not (len(posix.parts) == 2 and new) or path == "pyvenv.cfg":
+            return "changed in the item's environment" if not new else "added to the item's environment"
+        return None  # a script of the package's entry points, its data files (share/, include/)
     top = site.parts[0]
     if top.endswith(METADATA):
-        if site.name != "entry_points.txt":
-            return None
-        try:
-            text = read_back(workspace / VENV, path, READ_LIMIT) or b""
-        except Unreadable as exc:
-            return str(exc)
-        return "a pytest plugin entry point (pytest11)" if b"pytest11" in text else None
+        return None  # a pytest11 entry point there is a harness edit the diff names (edits)
     if len(site.parts) == 1 and PATH_FILES.fullmatch(top):
         return _path_file(workspace, path, testbed)
     if len(site.parts) == 1 and FINDER.fullmatch(top):

@@ -47,8 +47,9 @@ class Canaries:
     def settings(self, forgive: list[str]) -> dict[str, Any]:
         """What the harness's plugin needs: the module to collect, the failures to forgive
         (the exit status, -x), the seed of where the canaries go among the tests; and the
-        tests (``forgive``, ids without parameters) whose failures stop no ``-x`` run, the
-        patch's own, which fail in the canary run (``twin``) and must not end it."""
+        tests (``forgive``, ids without parameters) whose failures stop no ``-x`` run: every
+        test of the tree's test files, which fail in the canary run (``twin``) and must not end
+        it (in the verdict run alike, which must look the same)."""
         canaries = {"path": self.path, "fail": list(self.fail)}
         return {"canaries": canaries, "forgive": forgive, "seed": secrets.randbits(32)}
 

@@ -75,7 +75,7 @@ _OUTCOME_HOOKS = (
 _TRIPPED_LIMIT = 20
 _tripped: set[str] = set()
 _genuine: dict[int, tuple[Any, bool]] = {}  # per code object (kept alive): compiled from its file?
-_compiled: dict[str, set[tuple[Any, ...]]] = {}  # per file: its code objects' keys
+_compiled: dict[tuple[str, bool], set[tuple[Any, ...]]] = {}  # per file (and rewriting): its code's keys
 
 
 def _write(record: dict[str, Any]) -> None:
@@ -132,26 +132,28 @@ def _keys(code: Any, into: set[tuple[Any, ...]]) -> None:
             _keys(const, into)
 
 
-def _file_keys(file: str) -> set[tuple[Any, ...]]:
-    """The keys of every code object compiled from ``file`` as it is on disk, plainly and with
-    pytest's assertion rewriting (plugins and conftests are loaded rewritten)."""
-    if file not in _compiled:
+def _file_keys(file: str, rewritten: bool) -> set[tuple[Any, ...]]:
+    """The keys of every code object compiled from ``file`` as it is on disk, plainly or with
+    pytest's assertion rewriting (``rewritten``: plugins and conftests are loaded so)."""
+    if (file, rewritten) not in _compiled:
         found: set[tuple[Any, ...]] = set()
         try:
             with open(file, "rb") as handle:
                 source = handle.read()
-            _keys(compile(source, file, "exec", dont_inherit=True), found)
-            import ast  # noqa: PLC0415 (only where a function must be checked)
+            if not rewritten:
+                _keys(compile(source, file, "exec", dont_inherit=True), found)
+            else:
+                import ast  # noqa: PLC0415 (only where plain code did not match)
 
-            from _pytest.assertion.rewrite import rewrite_asserts  # noqa: PLC0415
+                from _pytest.assertion.rewrite import rewrite_asserts  # noqa: PLC0415
 
-            tree = ast.parse(source, file)
-            rewrite_asserts(tree, source, file, None)
-            _keys(compile(tree, file, "exec", dont_inherit=True), found)
+                tree = ast.parse(source, file)
+                rewrite_asserts(tree, source, file, None)
+                _keys(compile(tree, file, "exec", dont_inherit=True), found)
         except (OSError, SyntaxError, ValueError, TypeError, ImportError):
             pass
-        _compiled[file] = found
-    return _compiled[file]
+        _compiled[(file, rewritten)] = found
+    return _compiled[(file, rewritten)]
 
 
 def _is_genuine(function: Any) -> bool:
@@ -162,7 +164,8 @@ def _is_genuine(function: Any) -> bool:
     if not inspect.iscode(code):
         return False
     if id(code) not in _genuine:
-        _genuine[id(code)] = (code, _key(code) in _file_keys(code.co_filename))
+        key, file = _key(code), code.co_filename
+        _genuine[id(code)] = (code, key in _file_keys(file, False) or key in _file_keys(file, True))
     return _genuine[id(code)][1]
 
 

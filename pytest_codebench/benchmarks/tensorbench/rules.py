@@ -122,6 +122,18 @@ def with_canaries(verdict: Verdict, wrong: Sequence[Wrong]) -> Verdict:
     return dataclasses.replace(verdict, figures=figures)
 
 
+def with_tripwires(verdict: Verdict, tripwires: Sequence[str], result: RunResult) -> Verdict:
+    """``tampered`` where the harness's plugin found pytest's machinery changed (``tripwires``,
+    from the test step and the canary run), whatever the suite did; the verdict stands where the
+    canaries already named tampering: they are proof from outside, the tripwires a record made
+    inside the suite's process, which the patch's code can blind but an honest suite never trips."""
+    if not tripwires or verdict.outcome is Outcome.TAMPERED:
+        return verdict
+    shown = "; ".join(list(dict.fromkeys(tripwires))[:SHOWN_FAILURES])
+    why = f"the suite's own code changed how its tests are run: the harness's reporting plugin found {shown}"
+    return Verdict.of_run(Outcome.TAMPERED, why, result)
+
+
 def canaries_counted_apart(verdict: Verdict, canaries: Canaries | None) -> Verdict:
     """A reason's counts (``1 of 6 tests failed``, ``6 tests passed``) are of the repository's
     tests; pytest's own, in the output and the log beside it (``collected 10 items``, ``2

@@ -25,7 +25,7 @@ from pytest_codebench.verdict import Outcome, Verdict
 from . import additions, canary, twin, witness
 from .cache import STATE, CompilerCache, statistics
 from .files import fresh_folder, write_new
-from .rules import suite_verdict, with_canaries
+from .rules import suite_verdict, with_canaries, with_tripwires
 
 TESTBED = "testbed"  # the work tree, in the item's workspace (the official image's /testbed)
 REPORTS = f"{STATE}/report"  # the suite's JUnit XML and the witness's record: outside the tree, made anew per command
@@ -33,7 +33,7 @@ REPORTS = f"{STATE}/report"  # the suite's JUnit XML and the witness's record: o
 OFFICIAL_TESTBED = re.compile(r"(?<![\w/])/testbed(?![\w-])")
 BUILD = "python -m pip install --quiet --no-deps --no-build-isolation -e ."
 SUITE = "python -m pytest"
-SHOWN = 5  # tripwires named in a reason
+SHOWN = 5  # environment edits named in a reason
 
 
 # An item's own venv, layered over the shared environment (a .pth file naming its packages,
@@ -127,6 +127,8 @@ class TreeRun:
     plugins: str = dataclasses.field(default_factory=lambda: secrets.token_hex(8), init=False)
     #: The item's venv after the dataset's setup commands: what a later command adds is checked.
     venv: additions.Listing | None = dataclasses.field(default=None, init=False)
+    #: What the plugin's tripwires named, in the test step and the canary run.
+    tripped: tuple[str, ...] = dataclasses.field(default=(), init=False)
 
     @property
     def plugin(self) -> Path:
@@ -182,7 +184,7 @@ class TreeRun:
                     step.timed_out, f"{step.phase} ran past the task's test_timeout ({limit:g} s)", result
                 )
             if step.phase == "test":
-                verdict = self._twin_run(step.command, self._judge(result), first)
+                verdict = with_tripwires(self._twin_run(step.command, self._judge(result), first), self.tripped, result)
                 return self._rerun(verdict, reruns) if verdict.outcome is Outcome.TEST_FAILED and reruns else verdict
             if not result.ok:
                 return self.grading.verdict(step.failed, f"{step.phase} failed: {step.command}", result)
@@ -209,8 +211,7 @@ class TreeRun:
             why = f"the suite's record was not written by the harness's reporting plugin ({writers}): it was replaced"
             return Verdict.of_run(Outcome.TAMPERED, why, result)
         self.witnessed = back.witnessed.without(self.canaries.ids() if self.canaries else set())
-        if back.witnessed.tripwires:
-            return tripped(back.witnessed.tripwires, result)
+        self.tripped += back.witnessed.tripwires
         if back.witnessed.finished is None and back.suite is not None:
             # pytest writes its JUnit XML as the session ends, after the plugin's last record.
             why = (
@@ -247,8 +248,7 @@ class TreeRun:
         if result.timed_out or seen is None or self.installed is None or not self.installed.wrote(seen):
             why = "the canary run (the tree's tests made to fail) ran past the task's test_timeout or left no record"
             return Verdict.of_run(Outcome.ERROR, why, result)
-        if seen.tripwires:
-            return tripped(seen.tripwires, result)
+        self.tripped += seen.tripwires
         return seen.outcomes
 
     def _twin_run(self, command: str, verdict: Verdict, ran: dict[str, str] | Verdict | None) -> Verdict:
@@ -351,13 +351,6 @@ class TreeRun:
             return {"compiler_cache": "none"}
         hits, misses = statistics(self.grading.workspace)
         return {"compiler_cache": self.cache.kind, "compiler_cache_hits": hits, "compiler_cache_misses": misses}
-
-
-def tripped(tripwires: tuple[str, ...], result: RunResult) -> Verdict:
-    """A run where the harness's plugin found pytest's machinery changed: ``tampered``."""
-    shown = "; ".join(tripwires[:SHOWN])
-    why = f"the suite's own code changed how its tests are run: the harness's reporting plugin found {shown}"
-    return Verdict.of_run(Outcome.TAMPERED, why, result)
 
 
 def checked_shared(shared: dict[Path, bool], environment: Toolchain) -> dict[Path, bool]:
