@@ -15,6 +15,7 @@ import docker
 import packs
 import pytest
 from browser import CHROMIUM, Browser
+from slurm_cluster import Cluster, loopback_cluster, unusable
 from tensorbench_data import SHARED_CACHE, pack
 
 from pytest_codebench.context import RunContext
@@ -206,6 +207,27 @@ def docker_unusable() -> str | None:
     except Exception as exc:  # noqa: BLE001 - any reason the engine cannot serve
         return f"no Docker engine that runs the base image {packs.DOCKER_BASE} ({exc}); run scripts/docker-setup.sh"
     return None if output.strip() == b"probe" else f"a container of {packs.DOCKER_BASE} said {output!r}, not 'probe'"
+
+
+@pytest.fixture(scope="session")
+def slurm() -> Iterator[Cluster]:
+    """A real Slurm cluster on loopback (tests/slurm_cluster.py), one per session (or xdist
+    worker, each on its own ports); skipped where none can start, failed instead where CI must
+    have one (CODEBENCH_REQUIRE_SLURM)."""
+    why = unusable()
+    folder = Path(tempfile.mkdtemp(prefix="cbslurm-", dir="/tmp"))  # short: munge's socket path
+    try:
+        if why is None:
+            with loopback_cluster(folder) as cluster:
+                yield cluster
+            return
+    except RuntimeError as exc:
+        why = str(exc)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    if os.environ.get("CODEBENCH_REQUIRE_SLURM"):
+        pytest.fail(why)
+    pytest.skip(why)
 
 
 @pytest.fixture(scope="module")

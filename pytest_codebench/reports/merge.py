@@ -27,7 +27,7 @@ from ..errors import HarnessError
 from ..once import LOCK_DIR, write_atomically
 from ..options import CORE_OPTIONS, HTML, MARKDOWN, PART, REPORT, SHARD, K, Option, Settings
 from ..runners import runner_classes
-from ..sweeps import plan_command
+from ..sweeps import launch, plan_command
 from ..sweeps.plan import PlanError, plan_gaps, read_plan
 from . import compare_reports, markdown
 from .comparison import ModelSummary, model_summaries, shown, table, text_table
@@ -301,9 +301,10 @@ def main(argv: Sequence[str] | None = None, prog: str = "codebench") -> int:
     compare_reports.add_command(commands)
     html_cli.add_command(commands)
     plan_command.add_command(commands)
+    launch.add_command(commands)
     args = parser.parse_args(argv)
-    if args.command == "plan":
-        status, lines = plan_command.run(args)
+    if args.command in ("plan", "launch"):
+        status, lines = plan_command.run(args) if args.command == "plan" else launch.run(args)
         print("\n".join(lines), file=sys.stderr if status else sys.stdout)
         return status
     if args.command == "html":
