@@ -214,3 +214,17 @@ def test_a_kubernetes_indexed_job_is_valid_and_its_element_grades_its_part_here(
                             check=False)  # fmt: skip
     assert merged.returncode == 3, merged.stdout + merged.stderr
     assert "part 0 is missing (no report)" in merged.stderr and "part 2 is missing" in merged.stderr
+
+
+def test_a_folder_that_holds_another_plans_parts_is_refused_and_the_same_plan_launches_again(tmp_path: Path) -> None:
+    plan = {"format": 1, "made_for": {"benchmark": "pie"}, "parts": [["a"], ["b"]]}
+    (tmp_path / "plan.json").write_text(json.dumps(plan))
+    options = ["--out", "out", "--", "--codebench=pie"]
+    assert _codebench(tmp_path, "launch", "slurm", "--plan", "plan.json", *options).returncode == 0
+    (tmp_path / "out" / "parts" / "0.json").write_text("{}")  # part 0 reported; part 1 still to grade
+    again = _codebench(tmp_path, "launch", "slurm", "--plan", "plan.json", *options)
+    assert again.returncode == 0, again.stderr  # the control: the same plan, for its missing parts
+    (tmp_path / "other.json").write_text(json.dumps({**plan, "parts": [["a", "b"]]}))
+    other = _codebench(tmp_path, "launch", "slurm", "--plan", "other.json", *options)
+    assert other.returncode == 2 and "holds 1 part reports of another plan" in other.stderr
+    assert json.loads((tmp_path / "out" / "plan.json").read_text()) == plan  # left as it was

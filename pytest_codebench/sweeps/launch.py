@@ -28,6 +28,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from ..once import write_atomically
 from .plan import PlanError, plan_digest, read_plan
 
@@ -147,6 +149,8 @@ def run(args: argparse.Namespace) -> tuple[int, list[str]]:
     except PlanError as exc:
         return 2, [f"launch: error: {exc}"]
     out = args.out.resolve()
+    if (stale := _other_plans_parts(args.plan, out)) is not None:
+        return 2, [f"launch: error: {stale}"]
     (out / "parts").mkdir(parents=True, exist_ok=True)
     if args.plan.resolve() != out / "plan.json":
         shutil.copyfile(args.plan, out / "plan.json")  # byte for byte: the parts' reports name its sha256
@@ -159,6 +163,19 @@ def run(args: argparse.Namespace) -> tuple[int, list[str]]:
     if not args.submit:
         return 0, [*lines, "to submit:", *(f"  {step}" for step in how_to_submit(launch))]
     return submit(launch, lines)
+
+
+def _other_plans_parts(plan: Path, out: Path) -> str | None:
+    """Why OUT cannot take this plan: it holds part reports of another plan, which the merge
+    would refuse (launching the same plan again, to grade its missing parts, is welcome)."""
+    placed = out / "plan.json"
+    reports = sorted((out / "parts").glob("[0-9]*.json")) if placed.is_file() else []
+    if not reports or placed.read_bytes() == plan.read_bytes():
+        return None
+    return (
+        f"{out} holds {len(reports)} part reports of another plan ({placed}, sha256 {plan_digest(placed)}; "
+        f"{plan} is {plan_digest(plan)}): launch into a new folder"
+    )
 
 
 def sbatch_scripts(launch: Launch) -> tuple[str, str]:
@@ -250,25 +267,22 @@ def k8s_jobs(launch: Launch) -> tuple[dict[str, Any], dict[str, Any]]:
 def write_k8s(launch: Launch) -> list[Path]:
     written = [launch.out / "job.yaml", launch.out / "merge-job.yaml"]
     for path, job in zip(written, k8s_jobs(launch), strict=True):
-        write_atomically(path, to_yaml(job))
+        write_atomically(path, yaml.dump(job, Dumper=_Dumper, sort_keys=False, width=1000))
     return written
 
 
-def to_yaml(value: Any, indent: str = "") -> str:
-    """Block YAML of dicts and lists; every scalar as JSON writes it (YAML reads JSON's quoting)."""
-    lines: list[str] = []
-    items = value.items() if isinstance(value, dict) else ((None, item) for item in value)
-    for key, item in items:
-        lead = f"{indent}{json.dumps(key)}:" if key is not None else f"{indent}-"
-        if isinstance(item, dict | list) and item:
-            nested = to_yaml(item, indent + "  ")
-            if key is None:  # a list's mapping starts on the dash's line
-                lines.append(f"{lead} {nested[len(indent) + 2 :]}".rstrip("\n"))
-            else:
-                lines.append(f"{lead}\n{nested}".rstrip("\n"))
-        else:
-            lines.append(f"{lead} {json.dumps(item)}")
-    return "\n".join(lines) + "\n"
+class _Dumper(yaml.SafeDumper):
+    """Kubernetes' YAML as a person writes it: no anchors, a script as a literal block."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
+def _text(dumper: yaml.SafeDumper, text: str) -> yaml.ScalarNode:
+    return dumper.represent_scalar("tag:yaml.org,2002:str", text, style="|" if "\n" in text else None)
+
+
+_Dumper.add_representer(str, _text)
 
 
 def how_to_submit(launch: Launch) -> list[str]:
@@ -305,8 +319,14 @@ def submit(launch: Launch, lines: list[str]) -> tuple[int, list[str]]:
 
 
 def _script(directives: Sequence[str], body: str) -> str:
-    head = "".join(f"#SBATCH {shlex.quote(directive)}\n" for directive in directives)
+    head = "".join(f"#SBATCH {_directive(directive)}\n" for directive in directives)
     return f"#!/bin/sh\n{head}# Written by codebench launch slurm.\n{body}"
+
+
+def _directive(directive: str) -> str:
+    """``--output="/a b/%a.out"``: sbatch reads a directive's value in double quotes."""
+    name, _, value = directive.partition("=")
+    return f'{name}="{value}"' if any(char.isspace() for char in value) else directive
 
 
 def _call(command: list[str]) -> subprocess.CompletedProcess[str]:
