@@ -48,11 +48,13 @@ examples:
 #: Where a pod mounts the data volume (its working directory) and the results volume (OUT).
 DATA_MOUNT, RESULTS_MOUNT = "/data", "/results"
 
-# An element's whole command, for sh: it grades part $I into $OUT/parts, keeps its run folder
+# An element's whole command, for sh: a run of its own (whatever pytest launched it, as a test
+# does), it grades part $I into $OUT/parts, keeps its run folder
 # as a tarball beside it, and counts as done when pytest graded the part, whatever the models'
 # verdicts (pytest's 1: some items failed); anything else (interrupted, a usage or internal
 # error) fails the element, so that the engine retries it and the merge names it.
 ELEMENT = """\
+unset PYTEST_XDIST_WORKER PYTEST_XDIST_WORKER_COUNT PYTEST_XDIST_TESTRUNUID PYTEST_CURRENT_TEST
 mkdir -p "$OUT/parts"
 "$PYTHON" -m pytest {args} --codebench-plan "$OUT/plan.json" --codebench-part env \\
     --codebench-report "$OUT/parts/$I.json" --junitxml "$OUT/parts/$I.xml" --codebench-run-dir "$OUT/parts/$I.run"
