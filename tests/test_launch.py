@@ -127,6 +127,8 @@ def test_an_element_killed_halfway_and_requeued_still_ends_whole(pytester: pytes
     assert log.read_text().count("codebench: part 0 of plan.json") == 2  # both tries, appended
     assert (out / "report.json").is_file(), (out / "merge.out").read_text()
     _same_as_whole(pytester.path, out / "report.json")
+    # The second try graded only what the first had not: the rest came from the verdict store.
+    assert json.loads((out / "parts" / "0.json").read_text())["reused"]["cached"] >= 1
 
 
 @pytest.mark.slow  # a real Slurm cluster, its jobs queued and run
