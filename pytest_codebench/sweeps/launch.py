@@ -116,21 +116,25 @@ def add_command(commands: Any) -> None:
     for engine, said in (("slurm", "a Slurm job array (sbatch)"), ("k8s", "a Kubernetes Indexed Job")):
         command = engines.add_parser(engine, help=said, description=DESCRIPTION,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
-        _add_options(command)
+        _add_options(command, engine)
 
 
-def _add_options(command: argparse.ArgumentParser) -> None:
+def _add_options(command: argparse.ArgumentParser, engine: str) -> None:
     command.add_argument("--plan", required=True, type=Path, metavar="PLAN.json", help="from codebench plan")
     command.add_argument("--out", required=True, type=Path, metavar="OUT", help="the run's folder (parts, report)")
     command.add_argument("--submit", action="store_true", help="submit (sbatch, kubectl apply); else print how")
     command.add_argument("--gpus", type=int, default=0, metavar="G", help="GPUs per element (default: 0)")
     command.add_argument("--parallel", type=int, metavar="P", help="at most P elements at once (default: all)")
-    command.add_argument("--partition", metavar="P", help="Slurm: the partition")
-    command.add_argument("--time", metavar="T", help="Slurm: each element's time limit (sbatch --time)")
-    command.add_argument("--image", metavar="IMG", help="Kubernetes: the image with the plugin and the runner")
-    command.add_argument("--data-claim", default="codebench-data", metavar="PVC", help="Kubernetes: the data volume")
-    results = "Kubernetes: the volume that holds OUT (its files at the volume's root)"
-    command.add_argument("--results-claim", default="codebench-results", metavar="PVC", help=results)
+    if engine == "slurm":
+        command.add_argument("--partition", metavar="P", help="the partition")
+        command.add_argument("--time", metavar="T", help="each element's time limit (sbatch --time)")
+        command.set_defaults(image=None, data_claim="codebench-data", results_claim="codebench-results")
+    else:
+        command.add_argument("--image", required=True, metavar="IMG", help="the image: python with the plugin")
+        command.add_argument("--data-claim", default="codebench-data", metavar="PVC", help="the data volume")
+        results = "the volume that holds OUT (its files at the volume's root)"
+        command.add_argument("--results-claim", default="codebench-results", metavar="PVC", help=results)
+        command.set_defaults(partition=None, time=None)
     command.add_argument("pytest_args", nargs=argparse.REMAINDER, metavar="-- PYTEST_ARGS")
 
 
@@ -142,8 +146,6 @@ def run(args: argparse.Namespace) -> tuple[int, list[str]]:
         return 2, [
             f"launch: error: --submit needs {tool}, which is not on PATH (without --submit, the files are written)"
         ]
-    if args.engine == "k8s" and not args.image:
-        return 2, ["launch: error: k8s needs --image IMG: the image each pod runs (with the plugin and its runner)"]
     if args.gpus < 0 or (args.parallel is not None and args.parallel < 1):
         return 2, ["launch: error: --gpus must be 0 or more, and --parallel 1 or more"]
     try:
