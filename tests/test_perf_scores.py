@@ -13,7 +13,8 @@ import math
 
 import pytest
 
-from pytest_codebench.benchmarks.computeeval.perf.scores import CANNOT_TIME, describe_perf, perf_metrics, perf_scores
+from pytest_codebench.benchmarks.computeeval.perf.describe import describe_perf
+from pytest_codebench.benchmarks.computeeval.perf.scores import CANNOT_TIME, perf_metrics, perf_scores
 from pytest_codebench.cases import Case
 from pytest_codebench.reports.reporting import ItemResult, item_result
 from pytest_codebench.verdict import Outcome, Verdict

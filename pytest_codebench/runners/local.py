@@ -24,7 +24,7 @@ from ..context import RunContext
 from ..errors import HarnessError
 from ..gpu import cuda
 from ..options import CACHE_DIR, DATASET, SOLUTIONS, Settings
-from . import PROVISION_SCRIPT, GpuProbe, OutputCap, RunHow, Runner, RunResult, Toolchain
+from . import PROVISION_SCRIPT, GpuProbe, OutputCap, RunHow, Runner, RunResult, Toolchain, sandbox_clock
 from . import sandbox as bwrap
 from .pipes import kill_group, pump
 from .quota import QUOTA_OPTIONS, quota_limits, watch
@@ -210,12 +210,12 @@ class LocalRunner(Runner):
         """The result of a run, timed by the clock around ``sh -c`` where it can be trusted (the
         same clock with and without the sandbox, so that timings compare). ``sandboxed``: the
         settings of the sandbox it ran in (None: unconfined)."""
-        clock = bwrap.read_clock(clock_fd) if clocked else b""
+        clock = sandbox_clock.read_clock(clock_fd) if clocked else b""
         if sandboxed is not None and not clock and run.exit_code == 1 and run.cap.text().startswith("bwrap: "):
             raise HarnessError(f"the sandbox did not start: {run.cap.text().strip()[-500:]}")
         seconds = run.seconds
         if clocked and not run.timed_out:
-            inner = bwrap.inner_seconds(clock, run.exit_code, run.seconds)
+            inner = sandbox_clock.inner_seconds(clock, run.exit_code, run.seconds)
             seconds = run.seconds if inner is None else inner
         full = bwrap.full_mounts(clock, sandboxed) if sandboxed is not None and not run.killed else None
         if full is not None:

@@ -27,23 +27,13 @@ What a sandboxed command gets:
   The workspace (and writable shared folders, once) are handed to nobody before each command,
   as the docker runner does.
 
-The clock. bwrap takes 5-9 ms to set a sandbox up, which must not count in timed runs (PIE,
-performance). ``RunResult.seconds`` is therefore the command's own wall time, clocked by a bash
-inside the sandbox around ``sh -c COMMAND`` with ``$EPOCHREALTIME``, and written after the command
-ended to a pipe descriptor the command does not inherit. A command runs as the same uid as that
-bash and could reach the pipe through ``/proc/PPID/fd``, so: before writing, the bash kills every
-other process of the sandbox (``kill -9 -1``: none can write or read the pipe any more), and the
-harness takes the inner time only when the pipe holds exactly one well-formed line whose exit
-status matches bwrap's and whose time lies within the outer clock's. A forged, doubled, partial
-or missing line, or a blocked pipe, falls back to the outer clock (which includes the sandbox's
-start-up) or a timeout: forging can only cost the command time, never save it.
+The clock (``RunResult.seconds``, the command's own wall time): see :mod:`.sandbox_clock`.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
-import re
 import shutil
 import stat
 import subprocess
@@ -56,6 +46,7 @@ from ..options import CACHE_DIR, DATASET, SOLUTIONS, Option, Settings, choice, p
 from .host_folders import credentials, homes, in_home, tool_folders
 from .host_folders import under as _under
 from .quota import entries, human, parse_size
+from .sandbox_clock import CLOCK, full_folders, inner_seconds, read_clock
 
 SANDBOX = Option(
     "sandbox",
@@ -105,21 +96,6 @@ NOBODY = 65534
 SYSTEM_DIRS = ("/usr", "/etc", "/opt")
 # Links to /usr on merged-/usr systems, folders elsewhere.
 ROOT_LINKS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
-# Sets the rlimits ($3), runs ``sh -c "$1"`` and writes "START END STATUS" to descriptor $2,
-# which sh does not get; bash's own messages ("Segmentation fault") go to /dev/null, the
-# command's stderr to the caller's. Everything else in the sandbox dies before the line is
-# written (module docstring). A limit that cannot be set ends it before the command runs, with
-# bash's message and no time line. The limits are bash's ``ulimit`` rather than a ``prlimit``
-# exec before it: one program fewer to start in every command (about a millisecond).
-# Where the command failed, the clock first looks whether /tmp or /dev/shm is full (a write of
-# 64 KiB there fails), before the kill frees what a process left running holds: the line names
-# them, so the failure can name the limit (``full_mounts``).
-CLOCK = (
-    'ulimit $3 || exit 125; c=$2; exec {err}>&2 2>/dev/null; s=$EPOCHREALTIME; sh -c "$1" 2>&$err {err}>&- {c}>&-; '
-    "r=$?; e=$EPOCHREALTIME; f=; [ $r = 0 ] || for d in /tmp /dev/shm; do "
-    'printf %65536s "" >$d/.codebench-free || f="$f $d"; done; kill -9 -1; echo "$s $e $r$f" >&$c; exit $r'
-)
-CLOCK_LINE = re.compile(rb"(\d+)\.(\d{6}) (\d+)\.(\d{6}) (\d+)((?: /tmp| /dev/shm){0,2})\n")
 #: The folders a sandboxed command gets as tmpfs of ``--codebench-sandbox-tmp`` bytes each.
 TMPFS = ("/tmp", "/dev/shm")
 
@@ -338,35 +314,14 @@ def hand_over(folder: Path, uid: int) -> None:
         pass
 
 
-def inner_seconds(clock: bytes, exit_code: int, outer: float) -> float | None:
-    """The command's own time from the clock line, or None where the line cannot be trusted."""
-    match = CLOCK_LINE.fullmatch(clock)
-    if match is None or int(match.group(5)) != exit_code:
-        return None
-    start = int(match.group(1)) * 1_000_000 + int(match.group(2))
-    end = int(match.group(3)) * 1_000_000 + int(match.group(4))
-    seconds = (end - start) / 1e6
-    return seconds if 0 <= seconds <= outer else None
-
-
 def full_mounts(clock: bytes, settings: Settings) -> str | None:
     """Why a failed command may have failed, where the clock line says it left /tmp or
     /dev/shm full: a sentence naming the limit (None otherwise). A forged line can only hide
     this sentence, never change a verdict for the better."""
-    match = CLOCK_LINE.fullmatch(clock)
-    if match is None or not match.group(6):
+    folders = " and ".join(full_folders(clock))
+    if not folders:
         return None
-    folders = " and ".join(match.group(6).decode().split())
     return f"it filled {folders}, {human(settings[SANDBOX_TMP])} each ({SANDBOX_TMP.cli})"
-
-
-def read_clock(fd: int) -> bytes:
-    """What the clock pipe holds once every writer is gone (a little more than a line's worth)."""
-    os.set_blocking(fd, False)
-    try:
-        return os.read(fd, 256)
-    except BlockingIOError:
-        return b""
 
 
 def probe(sandbox_plan: Plan) -> str | None:

@@ -27,9 +27,10 @@ from pytest_codebench.verdict import Outcome, Status
 
 from ..speedup import ACCEPT_SUSPECT, MAX_SPEEDUP, describe_run_trials
 from . import validation
+from .perf.describe import describe_perf
 from .perf.intervals import named_intervals
 from .perf.phase import PERF
-from .perf.scores import describe_perf, perf_metrics, perf_scores
+from .perf.scores import perf_metrics, perf_scores
 
 # How the skip of a sample that built on a machine without a GPU begins (benchmark.grade).
 NO_GPU = "no usable CUDA GPU"
