@@ -166,6 +166,16 @@ def test_submit_without_the_engines_command_is_one_usage_error_naming_it(
     assert "to submit:" in written.stdout and tool in written.stdout
 
 
+def test_the_runs_page_is_drawn_once_by_the_merge_not_by_each_element(tmp_path: Path) -> None:
+    (tmp_path / "plan.json").write_text(json.dumps({"format": 1, "made_for": {"benchmark": "pie"}, "parts": [["a"]]}))
+    options = ["--plan", "plan.json", "--out", "out", "--", "-k", "a b", "--codebench-html", "my page"]
+    done = _codebench(tmp_path, "launch", "slurm", *options)
+    assert done.returncode == 0, done.stderr
+    element, merge = (tmp_path / "out" / "parts.sbatch").read_text(), (tmp_path / "out" / "merge.sbatch").read_text()
+    assert "--codebench-html" not in element and "-k 'a b'" in element
+    assert 'merge --plan "$OUT/plan.json" -o "$OUT/report.json" --html \'my page\' ' in merge
+
+
 def _checked_by_kubernetes(job: dict[str, Any]) -> None:
     """The object read by the Kubernetes client's own V1Job model and written back unchanged:
     a field the API lacks, or a value of the wrong type, would not come back as it was."""

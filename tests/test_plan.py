@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import json
 import random
+import shutil
 import subprocess
 import sys
+import tarfile
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from test_html_data import page_items
 from test_merge import FIGURES, TASKS, _outcomes, _sweep, merge_command
 
 from conftest import Run
@@ -212,3 +215,37 @@ def test_a_merge_against_the_plan_names_a_missing_part_and_its_tasks_and_says_in
     # A report that is not a part of the plan is refused, naming it.
     foreign = merge_command(pytester.path / "whole.json", "-o", out, "--plan", pytester.path / "plan.json")
     assert foreign.returncode == 1 and "whole.json is not a part of plan.json" in foreign.stderr
+
+
+def test_the_merged_page_shows_each_parts_logs_from_its_tarball(
+    pytester: pytest.Pytester, codebench: Callable[..., Run], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    args = _sweep(pytester.path)
+    assert plan_command(pytester.path, "--parts", "2", "--", "--codebench=computeeval", *args).returncode == 0
+    parts = pytester.path / "parts"
+    for part in (0, 1):  # as codebench launch's elements leave them, on nodes this machine is not
+        codebench(*args, "--codebench-plan", "plan.json", "--codebench-part", str(part), "--codebench-store", "off",
+                  "--codebench-report", f"parts/{part}.json", "--codebench-run-dir", f"parts/{part}.run")  # fmt: skip
+        with tarfile.open(parts / f"{part}.logs.tar.gz", "w:gz") as tarball:
+            tarball.add(parts / f"{part}.run", arcname=f"{part}.run")
+        shutil.rmtree(parts / f"{part}.run")
+    reports = [parts / "0.json", parts / "1.json"]
+    done = merge_command(*reports, "-o", pytester.path / "all.json", "--plan", pytester.path / "plan.json",
+                         "--html", pytester.path / "page")  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    items = page_items(pytester.path / "page")
+    wrong = [item for item in items.values() if item["outcome"] == "test_failed"]
+    assert wrong and all(log["text"] for item in wrong for log in item["logs"])
+    test_logs = [log for item in wrong for log in item["logs"] if log["name"] == "test"]
+    assert test_logs and all("add(2, 3) = -1, expected 5" in log["text"] for log in test_logs)
+    assert all(log["path"].startswith(str(pytester.path / "page" / "parts")) for log in test_logs)
+
+    # Control: without the tarballs the page has no text for those logs (their nodes' paths).
+    for part in (0, 1):
+        (parts / f"{part}.logs.tar.gz").unlink()
+    bare = merge_command(*reports, "-o", pytester.path / "all.json", "--plan", pytester.path / "plan.json",
+                         "--html", pytester.path / "bare")  # fmt: skip
+    assert bare.returncode == 0, bare.stderr
+    bare_logs = [log for item in page_items(pytester.path / "bare").values() for log in item["logs"]]
+    assert bare_logs and not any(log["text"] for log in bare_logs)

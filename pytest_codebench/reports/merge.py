@@ -35,6 +35,7 @@ from .html import cli as html_cli
 from .html import write_html
 from .junit_merge import JUnitMergeError, merge_junit
 from .model_tests import comparison_lines, comparison_markdown, model_comparisons
+from .part_logs import with_part_logs
 from .reporting import ItemResult, RunInfo, counts, report_json
 from .scope import merged_scope
 
@@ -298,6 +299,8 @@ def main(argv: Sequence[str] | None = None, prog: str = "codebench") -> int:
     command.add_argument("--allow-subset", action="store_true", help=subset_help)
     plan_help = "the plan the parts were graded from (codebench plan): a missing or failed part is named, exit status 3"
     command.add_argument("--plan", type=Path, metavar="PLAN.json", help=plan_help)
+    html_help = "also write the merged report's page into DIR, with each part's logs from its I.logs.tar.gz"
+    command.add_argument("--html", type=Path, metavar="DIR", help=html_help)
     compare_reports.add_command(commands)
     html_cli.add_command(commands)
     plan_command.add_command(commands)
@@ -330,6 +333,9 @@ def main(argv: Sequence[str] | None = None, prog: str = "codebench") -> int:
         print(f"merge: error: {exc}", file=sys.stderr)
         return INCOMPLETE if isinstance(exc, Incomplete) else 1
     lines += [f"report: {args.output}", *([f"markdown: {args.markdown}"] if args.markdown else [])]
+    if args.html:
+        data, problems = with_part_logs(json.loads(args.output.read_text()), args.reports, args.html)
+        lines += [*problems, f"html: {write_html(data, args.html)}"]
     if junit is not None:
         counted = ", ".join(f"{value} {name}" for name, value in junit.items())
         lines.append(f"junit: {args.junitxml} ({counted})")

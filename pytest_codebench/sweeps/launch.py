@@ -77,7 +77,7 @@ for junit in "$OUT"/parts/[0-9]*.xml; do
     if [ -e "$junit" ]; then set -- "$@" --junit "$OUT"/parts/[0-9]*.xml --junitxml "$OUT/report.xml"; fi
     break
 done
-exec "$PYTHON" -m pytest_codebench merge --plan "$OUT/plan.json" -o "$OUT/report.json" "$@"
+exec "$PYTHON" -m pytest_codebench merge --plan "$OUT/plan.json" -o "$OUT/report.json" PAGE"$@"
 """
 
 
@@ -97,6 +97,9 @@ class Launch:
     image: str | None = None
     data_claim: str = "codebench-data"
     results_claim: str = "codebench-results"
+    #: ``--codebench-html DIR`` of the run: drawn once, by the merge, from every part's report
+    #: and logs tarball (each element drawing its own into one folder would race).
+    page: str | None = None
 
     @property
     def name(self) -> str:
@@ -140,7 +143,7 @@ def _add_options(command: argparse.ArgumentParser, engine: str) -> None:
 
 def run(args: argparse.Namespace) -> tuple[int, list[str]]:
     """(exit status, lines to print): 2 for a usage error, one line naming what is wrong."""
-    pytest_args = args.pytest_args[1:] if args.pytest_args[:1] == ["--"] else args.pytest_args
+    pytest_args, page = _without_page(args.pytest_args[1:] if args.pytest_args[:1] == ["--"] else args.pytest_args)
     tool = {"slurm": "sbatch", "k8s": "kubectl"}[args.engine]
     if args.submit and shutil.which(tool) is None:
         return 2, [
@@ -160,7 +163,7 @@ def run(args: argparse.Namespace) -> tuple[int, list[str]]:
         shutil.copyfile(args.plan, out / "plan.json")  # byte for byte: the parts' reports name its sha256
     launch = Launch(
         args.engine, out / "plan.json", out, parts, pytest_args, args.gpus, args.parallel,
-        args.partition, args.time, args.image, args.data_claim, args.results_claim,
+        args.partition, args.time, args.image, args.data_claim, args.results_claim, page,
     )  # fmt: skip
     written = write_slurm(launch) if args.engine == "slurm" else write_k8s(launch)
     lines = [f"launch: {parts} parts of {args.plan} -> {out}", *(f"written: {path}" for path in written)]
@@ -199,8 +202,28 @@ def sbatch_scripts(launch: Launch) -> tuple[str, str]:
     head = f"OUT={shlex.quote(str(launch.out))}\nPYTHON={shlex.quote(sys.executable)}\n"
     return (
         _script(element, head + "I=$SLURM_ARRAY_TASK_ID\n" + element_command(launch.pytest_args)),
-        _script(merge, head + MERGE),
+        _script(merge, head + merge_command(launch)),
     )
+
+
+def _without_page(pytest_args: list[str]) -> tuple[list[str], str | None]:
+    """The run's arguments without ``--codebench-html DIR`` (or ``=DIR``), and DIR."""
+    kept, page, skip = [], None, False
+    for index, arg in enumerate(pytest_args):
+        if skip:
+            skip = False
+        elif arg == "--codebench-html" and index + 1 < len(pytest_args):
+            page, skip = pytest_args[index + 1], True
+        elif arg.startswith("--codebench-html="):
+            page = arg.partition("=")[2]
+        else:
+            kept.append(arg)
+    return kept, page
+
+
+def merge_command(launch: Launch) -> str:
+    """The merge step's script: with the run's page, drawn from the parts' logs tarballs."""
+    return MERGE.replace("PAGE", f"--html {shlex.quote(launch.page)} " if launch.page else "")
 
 
 def element_command(pytest_args: Sequence[str]) -> str:
@@ -251,7 +274,7 @@ def k8s_jobs(launch: Launch) -> tuple[dict[str, Any], dict[str, Any]]:
             },
         },
     }
-    merger = {**element, "name": "merge", "command": ["sh", "-c", MERGE]}
+    merger = {**element, "name": "merge", "command": ["sh", "-c", merge_command(launch)]}
     merger.pop("resources", None)
     merge = {
         "apiVersion": "batch/v1",
