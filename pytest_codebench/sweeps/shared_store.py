@@ -22,6 +22,7 @@ import datetime
 import json
 import os
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
@@ -45,7 +46,7 @@ RETRIES: RetryConfig = {
 }
 
 
-def _file_credentials(environ: os._Environ[str] | dict[str, str]) -> dict[str, str]:
+def _file_credentials(environ: Mapping[str, str]) -> dict[str, str]:
     """Keys from the shared credentials and config files, for the profile ``AWS_PROFILE``
     names (default ``default``), where the environment has none of its own."""
     if environ.get("AWS_ACCESS_KEY_ID"):
