@@ -22,7 +22,7 @@ import packs
 import pytest
 
 from conftest import Run
-from pytest_codebench.sweeps.shared_store import SharedStore
+from pytest_codebench.sweeps.shared_store import SharedStore, _file_credentials
 from pytest_codebench.sweeps.store import Stored, StoreError, VerdictStore
 from pytest_codebench.sweeps.store_url import parse_url
 from pytest_codebench.verdict import Outcome, Verdict
@@ -109,6 +109,17 @@ def test_a_url_names_a_bucket() -> None:
     for bad in ("s3://", "s3:///prefix", "s3://A_B/x"):
         with pytest.raises(ValueError, match="expected s3://BUCKET/PREFIX"):
             parse_url(bad)
+
+
+def test_keys_come_from_the_shared_files_only_where_the_environment_has_none(tmp_path: Path) -> None:
+    (tmp_path / "credentials").write_text("[default]\naws_access_key_id = d\n[ci]\naws_access_key_id = c\n"
+                                          "aws_secret_access_key = cs\n")  # fmt: skip
+    (tmp_path / "config").write_text("[profile ci]\nregion = eu-west-1\n")
+    files = {"AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "credentials"), "AWS_CONFIG_FILE": str(tmp_path / "config")}
+    found = _file_credentials({**files, "AWS_PROFILE": "ci"})
+    assert found == {"aws_access_key_id": "c", "aws_secret_access_key": "cs", "region": "eu-west-1"}
+    assert _file_credentials(files) == {"aws_access_key_id": "d"}
+    assert _file_credentials({**files, "AWS_ACCESS_KEY_ID": "env"}) == {}  # the environment's own win
 
 
 def test_each_verdict_is_written_once_and_the_loser_serves_the_winner(tmp_path: Path, s3: S3Server) -> None:
