@@ -48,7 +48,8 @@ def shims(folder: Path) -> None:
 
 
 def _object_source() -> str:
-    return canary._OBJECT.format(marker="bench", value="v", end="exit", status=STATUS)
+    names = {name: name for name in ("value", "pad_a", "pad_b", "owner", "entered", "arm", "first")}
+    return canary._OBJECT.format(marker="bench", end="exit", a=0, b=STATUS, **names)
 
 
 def files(folder: Path, source: str, test: str) -> None:
