@@ -13,9 +13,21 @@ from pathlib import Path
 import pytest
 
 from ..options import PART, PLAN, SHARD, Settings
-from .plan import MadeFor, PlanError, PlanPart, check_made_for, part_index, part_tasks, plan_digest, read_plan
+from .plan import MadeFor, PlanError, PlanFile, PlanPart, check_made_for, part_index, part_tasks, plan_digest, read_plan
 from .shards import shard_of
 from .solution_sets import SolutionSet
+
+
+@dataclasses.dataclass(frozen=True)
+class ChosenPlan:
+    """The plan an element grades a part of, read once (its file and sha256 with it)."""
+
+    path: Path
+    plan: PlanFile
+    sha256: str
+    index: int
+    #: What said which part (``--codebench-part 3``, ``SLURM_ARRAY_TASK_ID=3``).
+    said: str
 
 
 @dataclasses.dataclass(frozen=True)
@@ -28,7 +40,7 @@ class RunPart:
     title: str
     keeps: Callable[[str], bool]
     #: A plan's part, checked against the run once its dataset is read; None for a shard.
-    plan: tuple[Path, int, str] | None = None
+    plan: ChosenPlan | None = None
 
 
 def run_part(settings: Settings) -> RunPart | None:
@@ -50,11 +62,13 @@ def run_part(settings: Settings) -> RunPart | None:
     path = Path(plan)
     try:
         index, said = part_index(part)
-        tasks = part_tasks(read_plan(path), path, index, said)
+        read = read_plan(path)
+        tasks = part_tasks(read, path, index, said)
     except PlanError as exc:
         raise pytest.UsageError(str(exc)) from None
+    chosen = ChosenPlan(path, read, plan_digest(path), index, said)
     title = f"part {index} of {path.name} ({said})"
-    return RunPart(f"--codebench-part {index} of {path.name}", title, tasks.__contains__, (path, index, said))
+    return RunPart(f"--codebench-part {index} of {path.name}", title, tasks.__contains__, chosen)
 
 
 def check_plan(chosen: RunPart, here: MadeFor, tasks: set[str]) -> None:
@@ -62,12 +76,12 @@ def check_plan(chosen: RunPart, here: MadeFor, tasks: set[str]) -> None:
     selections), or whose part names a task this run does not have."""
     if chosen.plan is None:
         return
-    path, index, said = chosen.plan
-    plan = read_plan(path)
-    check_made_for(plan, path, here)
-    missing = sorted(task for task in plan["parts"][index] if task not in tasks)
+    plan = chosen.plan
+    check_made_for(plan.plan, plan.path, here)
+    missing = sorted(task for task in plan.plan["parts"][plan.index] if task not in tasks)
     if missing:
-        raise PlanError(f"{said}: {path}'s part {index} names tasks this run's dataset lacks: {', '.join(missing[:5])}")
+        lacking = ", ".join(missing[:5])
+        raise PlanError(f"{plan.said}: {plan.path}'s part {plan.index} names tasks this run's dataset lacks: {lacking}")
 
 
 def plan_part(chosen: RunPart | None) -> dict[str, PlanPart]:
@@ -75,9 +89,15 @@ def plan_part(chosen: RunPart | None) -> dict[str, PlanPart]:
     ``codebench merge --plan`` reads to tell which parts it has."""
     if chosen is None or chosen.plan is None:
         return {}
-    path, index, _ = chosen.plan
-    parts = len(read_plan(path)["parts"])
-    return {"plan_part": {"plan": str(path), "sha256": plan_digest(path), "index": index, "parts": parts}}
+    plan = chosen.plan
+    return {
+        "plan_part": {
+            "plan": str(plan.path),
+            "sha256": plan.sha256,
+            "index": plan.index,
+            "parts": len(plan.plan["parts"]),
+        }
+    }
 
 
 def solution_digests(sets: Sequence[SolutionSet], keywords: Sequence[str]) -> dict[str, str]:
