@@ -15,9 +15,10 @@ import pytest
 from perf_packs import REFERENCE_MS, sleeper
 from test_perf_scores import item, timed
 
+from pytest_codebench.benchmarks.computeeval.perf.describe import describe_perf
 from pytest_codebench.benchmarks.computeeval.perf.floor import closest_bars, judge
 from pytest_codebench.benchmarks.computeeval.perf.phase import BARS
-from pytest_codebench.benchmarks.computeeval.perf.scores import describe_perf, perf_metrics
+from pytest_codebench.benchmarks.computeeval.perf.scores import perf_metrics
 from pytest_codebench.verdict import Outcome
 
 # -- the rule ------------------------------------------------------------------------------------
