@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from .names import escape_surrogates
+from .names import escape_controls
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,12 +40,14 @@ class Case:
 
     def __post_init__(self) -> None:
         # What names the item (its node id, its files, the reports' keys) holds no lone
-        # surrogate (a dataset's or a model's text that was not UTF-8): as its escape, ``\udcff``,
-        # so that pytest's files, xdist's messages and every report can carry it.
+        # surrogate (a dataset's or a model's text that was not UTF-8) and nothing a terminal acts
+        # on (an ESC sequence that clears the screen, a CR, a bidi override): each as its escape,
+        # ``\udcff``, ``\x1b``, so that pytest's files, xdist's messages and every report carry
+        # it, and every line that names the item shows it as it is.
         for field in ("id", "task_id", "model", "group"):
             value = getattr(self, field)
             if isinstance(value, str):
-                object.__setattr__(self, field, escape_surrogates(value))
+                object.__setattr__(self, field, escape_controls(value))
 
 
 @dataclasses.dataclass(frozen=True)

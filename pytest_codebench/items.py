@@ -20,6 +20,7 @@ import pytest
 from .benchmark import Benchmark
 from .cases import Case, Dataset
 from .errors import DatasetError, HarnessError
+from .names import escape_controls
 from .sweeps.element import RunPart, check_plan, solution_digests
 from .sweeps.plan import MadeFor
 from .verdict import Status, Verdict
@@ -104,7 +105,8 @@ class DatasetFile(pytest.File):
                 check_plan(part, self.made_for(), {case.task_id or case.id for case in self.dataset.cases})
         except (DatasetError, HarnessError) as exc:
             # Bad data is the user's to fix: the message says where, a traceback would only distract.
-            raise self.CollectError(str(exc)) from exc
+            # Quotes the dataset's text (a field, a line): nothing in it may act on the terminal.
+            raise self.CollectError(escape_controls(str(exc), keep="\n")) from exc
         shared = None
         self.benchmark.context.once(DATASET_ITEMS, lambda: len(self.dataset.cases) + self.benchmark.left_out()[1])
         for case in self.dataset.cases:

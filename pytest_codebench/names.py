@@ -1,7 +1,9 @@
 """File and folder names made from text the harness did not write: a model's name
 (``model_name_or_path``), a solution set's, a task's id. One rule for them all
 (:func:`safe_name`), so that no such text can end a run's outputs (a NUL, a name longer than the
-file system takes) or move them (``..``, ``/``, ``../../x``).
+file system takes) or move them (``..``, ``/``, ``../../x``); and one rule
+(:func:`escape_controls`) for such text shown in a terminal or a page, so that none can act there
+(a program's output is stripped instead: ``runners.text``).
 
 An honest name is kept as it is (``gpt-5``, ``org__model-7b``, ``django__django-11099``), so
 that the files a benchmark's own tools look for keep their official names. Any other name is
@@ -80,6 +82,28 @@ def name_with(text: str, suffix: str, limit: int = MAX_NAME) -> str:
 # A lone surrogate: what Python makes of text that was not valid UTF-8 (a JSON ``\udcff``, a
 # file name's undecodable byte). No UTF-8 file and no execnet message (xdist) can hold one.
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+# What a terminal acts on instead of showing (and what a markdown page hides): control characters
+# (ESC begins a sequence that clears the screen or recolours a line; CR and backspace overwrite
+# what was printed), the bidi controls that reorder the text after them (a name that reads
+# "passed" backwards), the line and paragraph separators, and lone surrogates.
+_BIDI_CONTROLS = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+_ACTIVE_CATEGORIES = frozenset({"Cc", "Cs", "Zl", "Zp"})
+
+
+def escape_controls(text: str, keep: str = "") -> str:
+    """``text`` as a terminal or a page shows it and never acts on it: each character it would act
+    on (above) as its escape (``\\x1b``, ``\\u202e``, ``\\udcff``), but those in ``keep`` (a
+    message's line breaks). The same string where there is none."""
+    if text.isprintable():  # the common case, at C speed: letters, digits, spaces, punctuation
+        return text
+    return "".join(
+        char.encode("unicode_escape").decode()
+        if char not in keep and (char in _BIDI_CONTROLS or unicodedata.category(char) in _ACTIVE_CATEGORIES)
+        else char
+        for char in text
+    )
 
 
 def escape_surrogates(value: Any) -> Any:

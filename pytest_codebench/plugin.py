@@ -15,6 +15,7 @@ from .benchmark import benchmark_classes, get_benchmark_class
 from .context import HOSTS_KEY, SETTINGS_KEY, WORKER_RUN_DIR_KEY, HostRun, RunContext
 from .errors import DatasetError, HarnessError
 from .items import dataset_args, dataset_nodeid
+from .names import escape_controls
 from .options import BENCHMARK, CORE_OPTIONS, FAIL_UNDER, RUNNER, SOLUTIONS, Choice, Option, Settings
 from .reports.gate import validate_fail_under
 from .runners import GpuProbe, runner_classes
@@ -71,6 +72,16 @@ def pytest_codebench_probe_gpus(config: pytest.Config) -> GpuProbe:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    """Every setting read and checked, the benchmark's session registered. A usage error quotes
+    what the user named (a file of a model's answers, a path): shown escape_controls, so that no
+    escape sequence in a file's name acts on the terminal."""
+    try:
+        _configure(config)
+    except pytest.UsageError as exc:
+        raise pytest.UsageError(escape_controls(str(exc), keep="\n")) from None
+
+
+def _configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "codebench(benchmark): an item graded by pytest-codebench")
     config.addinivalue_line(
         "markers", "codebench_repo(url, commit='HEAD'): the repository codebench_checkout clones for this test"

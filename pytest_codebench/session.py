@@ -16,7 +16,7 @@ from .case_images import ignored_line
 from .context import HOSTS_KEY, PRUNED_KEY, RunContext
 from .grading import EXPOSURE_KEY, VERDICT_KEY, Exposure
 from .items import DATASET_ITEMS, CodebenchItem, DatasetFile, chosen_by, dataset_nodeid, place_skip
-from .names import escape_surrogates
+from .names import escape_controls, escape_surrogates
 from .options import ALLOW_ERRORS, FAIL_UNDER, HTML, KEEP_LOGS, MARKDOWN, REPORT, RUNNER, Settings
 from .reports import markdown
 from .reports.comparison import ModelSummary, model_summaries, shown, table, text_table
@@ -104,7 +104,7 @@ class CodebenchSession:
             return
         why = self.reuse.usage_error()
         if why is not None:
-            raise pytest.UsageError(why)
+            raise pytest.UsageError(escape_controls(why))
 
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
         # Items are the dataset's, in its order (what --collect-only, -v and JUnit show); xdist's
@@ -340,18 +340,23 @@ class CodebenchSession:
             self.runner.close()
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        """The run's account, then each output that could not be written (this one included)."""
+        """The run's account, then each output that could not be written (this one included).
+        Its lines quote names and reasons made of the model's text: each is shown escape_controls,
+        so that no escape sequence in them acts on the terminal."""
         try:
             self._terminal_summary(terminalreporter)
         except Exception as exc:  # noqa: BLE001 - said below, as the other outputs' failures are
             self.write_failures.append(failure_line("the terminal summary", exc))
         for line in self.write_failures:
-            terminalreporter.write_line(f"codebench: {line}", red=True)
+            terminalreporter.write_line(escape_controls(f"codebench: {line}"), red=True)
 
     def _terminal_summary(self, terminalreporter: Any) -> None:
         if self.summary is None or not self.results:
             return  # no item of the benchmark ran (a user's own tests, a collection error)
-        write = terminalreporter.write_line
+
+        def write(line: str) -> None:
+            terminalreporter.write_line(escape_controls(line))
+
         terminalreporter.section(f"codebench: {self.benchmark.name}")
         for line in [*self.scope.lines(), *self.summary.lines, *outcome_lines(self.results)]:
             write(line)

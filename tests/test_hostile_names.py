@@ -19,7 +19,7 @@ from tensorbench_data import sample_rows, task, write_dataset
 
 from conftest import junit_items
 from pytest_codebench.context import slug
-from pytest_codebench.names import MAX_NAME, escape_surrogates, is_safe, name_with, safe_name
+from pytest_codebench.names import MAX_NAME, escape_controls, is_safe, name_with, safe_name
 
 # One of each: what ended the reports, what moved the logs, what is not text.
 HOSTILE = [
@@ -85,6 +85,8 @@ def outputs_whole(pytester: pytest.Pytester, result: pytest.RunResult, before: s
     root = pytester.path
     output = result.stdout.str() + result.stderr.str()
     assert "could not be written" not in output and "INTERNALERROR" not in output, output
+    # Nor does a name act on the terminal (tests/test_hostile_terminal.py): each is shown escaped.
+    assert not [char for char in "\x1b\x07\r\x00" if char in output], output
     report = json.loads((root / "r.json").read_text())
     assert report["items"]
     assert (root / "page" / "index.html").exists() and (root / "page" / "data" / "overview.js").exists()
@@ -164,7 +166,9 @@ def test_swebench_files_of_a_one_model_file_stay_in_their_folder_whatever_the_na
     outputs_whole(pytester, result, before, ["swe"])
     [summary] = (pytester.path / "swe").glob("*.json")
     counts = json.loads(summary.read_text())
-    assert counts["resolved_ids"] == [SUB] and counts["error_ids"] == sorted(escape_surrogates(hostile_ids))
+    assert counts["resolved_ids"] == [SUB] and counts["error_ids"] == sorted(
+        [escape_controls(instance) for instance in hostile_ids]
+    )
     assert not (pytester.path.parent / "up-6").exists()
     [run_folder] = (pytester.path / "swe" / "logs" / "run_evaluation").iterdir()
     [model_folder] = run_folder.iterdir()
@@ -172,8 +176,9 @@ def test_swebench_files_of_a_one_model_file_stay_in_their_folder_whatever_the_na
     assert (model_folder.name == model) == (model == "sample-model")  # honest: SWE-bench's own name
     assert json.loads((model_folder / SUB / "report.json").read_text())[SUB]["resolved"] is True
     folders = {path.name for path in model_folder.iterdir()}
-    # An id that was not UTF-8 is its escape (``bad\\udcfftask``) in every output, then made safe.
-    assert folders == {SUB, *(safe_name(escape_surrogates(instance)) for instance in hostile_ids)}
+    # An id that was not UTF-8 or holds a control character is its escape (``bad\\udcfftask``,
+    # ``ctl\\x1b[2Jtask``) in every output, then made safe.
+    assert folders == {SUB, *(safe_name(escape_controls(instance)) for instance in hostile_ids)}
     climbed = model_folder / safe_name(hostile_ids[0])
     assert (climbed / "patch.diff").read_bytes().endswith(b"+\\udcff\n")  # the patch, as the model gave it
     items = junit_items(pytester.path / "junit.xml")

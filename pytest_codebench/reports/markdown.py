@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from ..benchmark import Benchmark
+from ..names import escape_controls
 from ..once import write_atomically
 from .comparison import MISSING, ModelSummary, Row, headers, table
 
@@ -44,7 +45,8 @@ def render(heading: str, rows: Sequence[Row], details: Mapping[str, Sequence[str
         # A fence longer than any run of backticks in the text: a reason may quote code.
         fence = "`" * max([3, *(len(run) + 1 for run in re.findall("`+", "\n".join(text)))])
         lines += ["", f"<details><summary>{_html(name)}</summary>", "", f"{fence}text", *text, fence, "", "</details>"]
-    return "\n".join(lines) + "\n"
+    # Names and reasons are the model's text: nothing in them may act where the page is shown.
+    return escape_controls("\n".join(lines), keep="\n") + "\n"
 
 
 def publish(path: Path | None, text: str) -> None:

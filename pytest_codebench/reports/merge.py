@@ -17,13 +17,14 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, TextIO, cast
 
 import pytest
 
 from ..benchmark import Benchmark, get_benchmark_class
 from ..context import RunContext
 from ..errors import HarnessError
+from ..names import escape_controls
 from ..once import LOCK_DIR, write_atomically
 from ..options import CORE_OPTIONS, HTML, MARKDOWN, PART, REPORT, SHARD, K, Option, Settings
 from ..runners import runner_classes
@@ -308,20 +309,20 @@ def main(argv: Sequence[str] | None = None, prog: str = "codebench") -> int:
     args = parser.parse_args(argv)
     if args.command in ("plan", "launch"):
         status, lines = plan_command.run(args) if args.command == "plan" else launch.run(args)
-        print("\n".join(lines), file=sys.stderr if status else sys.stdout)
+        _say("\n".join(lines), sys.stderr if status else sys.stdout)
         return status
     if args.command == "html":
         try:
-            print("\n".join(html(args.reports, args.output)))
+            _say("\n".join(html(args.reports, args.output)))
         except MergeError as exc:
-            print(f"html: error: {exc}", file=sys.stderr)
+            _say(f"html: error: {exc}", sys.stderr)
             return 1
         return 0
     if args.command == "compare":
         try:
-            print("\n".join(compare_reports.run(args)))
+            _say("\n".join(compare_reports.run(args)))
         except compare_reports.CompareError as exc:
-            print(f"compare: error: {exc}", file=sys.stderr)
+            _say(f"compare: error: {exc}", sys.stderr)
             return 1
         return 0
     if bool(args.junit) != bool(args.junitxml):
@@ -330,7 +331,7 @@ def main(argv: Sequence[str] | None = None, prog: str = "codebench") -> int:
         lines = merge(args.reports, args.output, args.markdown, args.allow_subset, args.plan)
         junit = merge_junit(args.junit, args.junitxml) if args.junitxml else None
     except (MergeError, JUnitMergeError) as exc:
-        print(f"merge: error: {exc}", file=sys.stderr)
+        _say(f"merge: error: {exc}", sys.stderr)
         return INCOMPLETE if isinstance(exc, Incomplete) else 1
     lines += [f"report: {args.output}", *([f"markdown: {args.markdown}"] if args.markdown else [])]
     if args.html:
@@ -339,10 +340,16 @@ def main(argv: Sequence[str] | None = None, prog: str = "codebench") -> int:
     if junit is not None:
         counted = ", ".join(f"{value} {name}" for name, value in junit.items())
         lines.append(f"junit: {args.junitxml} ({counted})")
-    print("\n".join(lines))
+    _say("\n".join(lines))
     return 0
 
 
 def python_m() -> int:
     """``python -m pytest_codebench``: the same tool under the name it was called by."""
     return main(prog="python -m pytest_codebench")
+
+
+def _say(text: str, stream: TextIO | None = None) -> None:
+    """``text`` printed (to stdout by default) as the terminal shows it: a report's names are a
+    model's text."""
+    print(escape_controls(text, keep="\n"), file=stream or sys.stdout)
