@@ -56,7 +56,7 @@ from .config import (
     read_config,
 )
 from .interpreter import PROBES, Interpreter, programs_python, startup_ms
-from .load import Loader, PieRow
+from .load import Loader, PieRow, every_row, unanswered
 from .measure import UNMEASURED, instruction_counter
 from .report import OPTIMIZED, best_at_k_columns, summarize
 from .report_file import write_report
@@ -123,9 +123,9 @@ class Pie(Benchmark):
             return loader.cases(generations)
 
         read = {id(each): cases_of(each) for each in self.solution_sets}
-        answered = _every_row([case for cases in read.values() for case in cases])
+        answered = every_row([case for cases in read.values() for case in cases])
         for each in self.solution_sets:
-            read[id(each)] += _unanswered(answered, read[id(each)], each.path or str(path))
+            read[id(each)] += unanswered(answered, read[id(each)], each.path or str(path))
         return Dataset(str(path), sha256_file(path), None, sweep(self.solution_sets, lambda each: read[id(each)]))
 
     # -- workspace --------------------------------------------------------------------------------
@@ -371,34 +371,3 @@ def compiler_version(runner: Runner, cxx: str, workdir: Path) -> str:
     result = runner.run(f"{shlex.quote(cxx)} --version", cwd=workdir, timeout=60)
     lines = result.output.strip().splitlines()
     return lines[0] if result.ok and lines else f"no compiler ({result.exit_code})"
-
-
-def _every_row(cases: list[Case]) -> dict[str, Case]:
-    """Each generation row any solution set answers (its first case), in the order first seen:
-    in a sweep, the rows every model is scored on."""
-    rows: dict[str, Case] = {}
-    for case in cases:
-        if case.task_id:
-            rows.setdefault(case.task_id, case)
-    return rows
-
-
-def _unanswered(rows: dict[str, Case], cases: list[Case], source: str) -> list[Case]:
-    """A ``missing_solution`` case for each row of the sweep that this set's generations do not
-    answer, so that a model that leaves out the hard rows is not scored on the easy ones only
-    (as :func:`pytest_codebench.benchmark.join_samples` does for the other benchmarks)."""
-    have = {case.task_id for case in cases}
-    return [
-        dataclasses.replace(
-            row,
-            id=f"{task_id}[0]",
-            sample=0,
-            solution=None,
-            error=None,
-            answer_error=False,
-            line=0,
-            missing=f"no generation for {task_id} in {source}",
-        )  # fmt: skip
-        for task_id, row in rows.items()
-        if task_id not in have
-    ]

@@ -206,3 +206,34 @@ class Loader:
         if not isinstance(candidates, list) or not candidates:
             raise DatasetError(label, "expected a program or a list of programs", line=number, field=column)
         return candidates
+
+
+def every_row(cases: list[Case]) -> dict[str, Case]:
+    """Each generation row any solution set answers (its first case), in the order first seen:
+    in a sweep, the rows every model is scored on."""
+    rows: dict[str, Case] = {}
+    for case in cases:
+        if case.task_id:
+            rows.setdefault(case.task_id, case)
+    return rows
+
+
+def unanswered(rows: dict[str, Case], cases: list[Case], source: str) -> list[Case]:
+    """A ``missing_solution`` case for each row of the sweep that this set's generations do not
+    answer, so that a model that leaves out the hard rows is not scored on the easy ones only
+    (as :func:`pytest_codebench.benchmark.join_samples` does for the other benchmarks)."""
+    have = {case.task_id for case in cases}
+    return [
+        dataclasses.replace(
+            row,
+            id=f"{task_id}[0]",
+            sample=0,
+            solution=None,
+            error=None,
+            answer_error=False,
+            line=0,
+            missing=f"no generation for {task_id} in {source}",
+        )  # fmt: skip
+        for task_id, row in rows.items()
+        if task_id not in have
+    ]
