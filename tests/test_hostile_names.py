@@ -295,3 +295,25 @@ def test_pie_reports_of_long_named_sets_are_written_each_by_its_own_name(
     reports = sorted(path.name for path in (pytester.path / "out").iterdir())
     assert reports == sorted(["report.honest.jsonl", f"report.{name_with(long, '.jsonl', MAX_NAME - 7)}"])
     assert all(json.loads(line) for path in (pytester.path / "out").iterdir() for line in path.read_text().splitlines())
+
+
+def test_a_pie_report_that_cannot_be_written_leaves_the_other_models_reports(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PIE's report of one model cannot be written (a folder stands at its path): the run names
+    it, and the other model's report is still written; the control, a run with nothing in the
+    way, writes both and says nothing of the kind."""
+    import sys
+
+    args = write_pie_sets(pytester.path, ["blocked", "honest"])
+    (pytester.path / "out" / "report.blocked.jsonl").mkdir(parents=True)
+    python = ["--codebench-python", sys.executable]
+    result = run_outputs(pytester, monkeypatch, "--codebench=pie", *args, *python)
+    output = result.stdout.str() + result.stderr.str()
+    assert "pie's own outputs could not be written" in output and "report.blocked.jsonl" in output, output
+    assert (pytester.path / "out" / "report.honest.jsonl").read_text()
+    assert json.loads((pytester.path / "r.json").read_text())["items"]  # the other outputs too
+    (pytester.path / "out" / "report.blocked.jsonl").rmdir()
+    result = run_outputs(pytester, monkeypatch, "--codebench=pie", *args, *python)
+    assert "could not be written" not in result.stdout.str() + result.stderr.str()
+    assert (pytester.path / "out" / "report.blocked.jsonl").read_text()

@@ -338,6 +338,7 @@ class Pie(Benchmark):
         column = self.config.model_generated_potentially_faster_code_col
         cases = Dataset.from_json(stored).cases if stored is not None else self.load().cases
         references = Loader(self.config, self.config_path, counted=False).references()
+        failed = []  # one model's file that cannot be written leaves the others': each on its own
         for model in sorted({case.model or "" for case in cases}):
             # The one set --codebench-solutions names without a name by hand is named by its file.
             given = self.solution_sets[0].path if self.settings[SOLUTIONS] else None
@@ -346,8 +347,14 @@ class Pie(Benchmark):
             room = MAX_NAME - len(path.stem.encode()) - 1
             target = path.with_name(f"{path.stem}.{name_with(name, path.suffix, room)}") if name else path
             mine = [result for result in results if (result["model"] or "") == model]
-            write_report(target, [case for case in cases if (case.model or "") == model], mine, column, references)
+            try:
+                write_report(target, [case for case in cases if (case.model or "") == model], mine, column, references)
+            except OSError as exc:
+                failed.append(f"{target}: {exc.strerror or exc}")
+                continue
             self.outputs.append(f"PIE's report{f' of {name}' if name else ''}: {target}")
+        if failed:
+            raise OSError("; ".join(failed))
 
 
 # The eval config's keys that say where outputs go: no verdict depends on them.
