@@ -22,10 +22,10 @@ from pytest_codebench.cases import Case, Dataset
 from pytest_codebench.context import RunContext, slug
 from pytest_codebench.errors import DatasetError
 from pytest_codebench.gpu import cuda
-from pytest_codebench.gpu.scheduler import GpuScheduler, parse_slots
+from pytest_codebench.gpu.scheduler import GpuScheduler
 from pytest_codebench.grading import Grading, Step
 from pytest_codebench.once import SlotPool
-from pytest_codebench.options import BUILD_JOBS, CACHE_DIR, DATASET, KEEP_WORKSPACES, Option, bool_option
+from pytest_codebench.options import BUILD_JOBS, CACHE_DIR, DATASET, KEEP_WORKSPACES, Option
 from pytest_codebench.reports.comparison import Row
 from pytest_codebench.reports.reporting import ItemResult, Summary
 from pytest_codebench.runners import Gpu, GpuProbe, Runner
@@ -35,6 +35,7 @@ from pytest_codebench.workspace.cleanup import remove_tree
 from pytest_codebench.workspace.files import UnsafePath, guarded_paths, normalise, write_file
 
 from . import cutlass, patched, sanitizer, skip_missing, validation
+from .gpu_options import GPU_SHARE, GPU_SLOTS, RUN_WITHOUT_GPU
 from .graded import GRADED_SOLUTIONS, write_graded_solutions
 from .guard import canary, link, main_guard, pycanary
 from .headers import system_headers
@@ -55,27 +56,6 @@ MACHINE_KEY = "computeeval-machine"
 LIBRARY_KEY = "computeeval-library"
 # pytest-timeout's backstop sits this far above an item's own budget.
 BACKSTOP_SLACK = 30.0
-RUN_WITHOUT_GPU = bool_option(
-    "run-without-gpu", "Run test commands even without a usable CUDA GPU (for host-only test programs)."
-)
-GPU_SHARE = bool_option(
-    "gpu-share",
-    "Let any number of tests share a GPU at once (lifts --codebench-gpu-slots); timing phases still hold it alone.",
-)
-# 8: on an H100 with 16 workers, 223 references took 331 s one test at a time per GPU and 173 s
-# with unbounded sharing, at the CPU-bound floor (178 s): builds take ~90% of an item, so about
-# 1.9 tests are on the GPU at a time on average and 8 leaves room for bursts, while bounding the
-# CUDA contexts (and device memory) a smaller GPU must hold. Chosen from those figures; not yet
-# measured on a device (bench/computeeval_gpu.py does).
-GPU_SLOTS = Option(
-    "gpu-slots",
-    "At most N tests share one GPU at once (default 8, from the issue's H100 figures, not yet measured on a device); "
-    "timing and profiling phases hold the GPU alone.",
-    8,
-    parse_slots,
-    "N",
-    ini_type="int",
-)
 
 
 class ComputeEval(Benchmark):
