@@ -79,11 +79,6 @@ def name_with(text: str, suffix: str, limit: int = MAX_NAME) -> str:
     return safe_name(text, limit - len(suffix.encode())) + suffix
 
 
-# A lone surrogate: what Python makes of text that was not valid UTF-8 (a JSON ``\udcff``, a
-# file name's undecodable byte). No UTF-8 file and no execnet message (xdist) can hold one.
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
 # What a terminal acts on instead of showing (and what a markdown page hides): control characters
 # (ESC begins a sequence that clears the screen or recolours a line; CR and backspace overwrite
 # what was printed), the bidi controls that reorder the text after them (a name that reads
@@ -104,6 +99,11 @@ def escape_controls(text: str, keep: str = "") -> str:
         else char
         for char in text
     )
+
+
+# A lone surrogate: what Python makes of text that was not valid UTF-8 (a JSON ``\udcff``, a
+# file name's undecodable byte). No UTF-8 file and no execnet message (xdist) can hold one.
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def escape_surrogates(value: Any) -> Any:
