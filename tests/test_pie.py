@@ -626,12 +626,13 @@ def test_the_whole_stdout_is_compared_and_a_flood_is_wrong(pytester: pytest.Pyte
     expected = pytester.path / "cases" / "p1" / "output.0.txt"
     expected.write_text("".join(f"{i}\n" for i in range(20_000)))
     run = pie(config, "--codebench-output-limit", "4096")
-    assert categories(run) == {
-        "p1/s1[0]": "wrong_output",
-        "p1/s1[1]": "passed",
-        "p1/s1[2]": "passed",
-        "p1/s1[3]": "passed",
-    }
+    found = categories(run)
+    assert found.pop("p1/s1[0]") == "wrong_output"
+    # The right output (what this test is about): passed, or not_faster where a loaded machine
+    # left the speedup's interval below the bar (a full suite run beside a CPU hog measured
+    # 4.8x [0.85, 18.5] once). Both are in %Correct; only an output compared wrong is not.
+    assert set(found) == {"p1/s1[1]", "p1/s1[2]", "p1/s1[3]"}
+    assert set(found.values()) <= {"passed", "not_faster"}, found
     size = expected.stat().st_size
     assert (
         f"test case 0: printed more than {2 * size + 4096} bytes (the expected output has {size}); not compared"
